@@ -1,0 +1,72 @@
+#pragma once
+// Expressions of SPEC §5, compiled once per operator and evaluated per record.
+//
+// compile() parses and type-checks the text and resolves field names to FieldIds, so that
+// eval() neither re-parses nor looks names up by string. eval() does not allocate for
+// values that already exist in the record; strings a function makes (lower, concat, ...) go
+// into the caller's arena. Null semantics: arithmetic on null is null, a comparison with null
+// is false. A type error at run time (a string where a number is needed) is a per-record
+// error: eval() returns false and sets ctx.error; it never throws and never crashes.
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "state/arena.hpp"
+#include "state/batch.hpp"
+#include "state/field_names.hpp"
+
+namespace streamctl::pipeline {
+
+// A compile-time problem; `offset` is the 0-based byte offset into the expression text.
+class ExpressionError : public std::runtime_error {
+public:
+  ExpressionError(std::uint32_t offset, const std::string& message)
+      : std::runtime_error(message), offset_(offset) {}
+  std::uint32_t offset() const { return offset_; }
+
+private:
+  std::uint32_t offset_;
+};
+
+struct EvalContext {
+  state::Arena* arena = nullptr; // where strings made by functions go; must outlive the values
+  std::int64_t now_ms = 0;       // what now() returns (processing time, epoch ms)
+  std::string error;             // set when eval() returns false
+};
+
+struct ExpressionNode; // compiled form, private to expression.cpp
+
+class Expression {
+public:
+  // Throws ExpressionError on a syntax error, an unknown function, a wrong number of
+  // arguments, or a type error that can be seen without data (`"a" * 2`).
+  static Expression compile(std::string_view text, state::FieldNames& names);
+
+  // Returns false on a per-record error (ctx.error says why); `out` may point into `record`
+  // or into ctx.arena.
+  bool eval(const state::Record& record, EvalContext& ctx, state::Value& out) const;
+
+  // Convenience for filters: true only when the value is the boolean true (null is false).
+  // Returns false with ctx.error set when evaluation fails or the result is not a bool/null.
+  bool eval_predicate(const state::Record& record, EvalContext& ctx, bool& out) const;
+
+  const std::string& text() const { return text_; }
+  // Top-level field names the expression reads (for documentation and planning).
+  const std::vector<std::string>& fields() const { return fields_; }
+
+  Expression(Expression&&) noexcept;
+  Expression& operator=(Expression&&) noexcept;
+  ~Expression();
+
+private:
+  Expression();
+  std::string text_;
+  std::vector<std::string> fields_;
+  std::unique_ptr<ExpressionNode> root_;
+};
+
+} // namespace streamctl::pipeline

@@ -1,0 +1,48 @@
+#pragma once
+// What keys a node type accepts, and of which type: the data that validation checks a node's
+// table against. Each source, operator and sink type declares its schema beside its factory in
+// operators/registry.cpp; validation (this folder) only reads the schemas, so the spec layer
+// needs no knowledge of the operators themselves.
+//
+// Keys every node has (type, inputs, parallelism, partition, on_error, dead_letter) are
+// checked by validation itself and are not listed in a schema.
+
+#include <string>
+#include <vector>
+
+namespace streamctl::pipeline {
+
+enum class KeyType {
+  String,
+  Int,
+  Float,         // an int is accepted too
+  Bool,
+  Duration,      // "250ms", "5s", "2m", "1h", "1d"
+  Size,          // "64KiB", "10MB", or an int of bytes
+  Expression,    // a string that compiles as an expression (SPEC §5)
+  ExpressionMap, // a table of name = "expression"
+  StringArray,
+  StringMap,     // a table of name = "string"
+  Enum,          // a string, one of `choices`
+  Table,         // a table with the keys in `children`
+};
+
+struct KeySchema {
+  std::string name;
+  KeyType type = KeyType::String;
+  bool required = false;
+  std::vector<std::string> choices;  // for Enum
+  std::vector<KeySchema> children;   // for Table
+  std::string help;                  // one line, for messages and docs
+};
+
+struct NodeTypeSchema {
+  std::string type;                  // the TOML `type`
+  std::vector<KeySchema> keys;
+  bool takes_inputs = true;          // false for sources
+  bool single_instance = false;      // stdin and stdout: parallelism is always 1
+};
+
+const char* key_type_name(KeyType t);
+
+} // namespace streamctl::pipeline

@@ -1,0 +1,43 @@
+#include "pipeline/spec/pipeline_spec.hpp"
+#include "pipeline/spec/node_schema.hpp"
+
+namespace streamctl::pipeline {
+
+const char* role_name(NodeRole role) {
+  switch (role) {
+  case NodeRole::Source: return "source";
+  case NodeRole::Operator: return "operator";
+  case NodeRole::Sink: return "sink";
+  }
+  return "?";
+}
+
+const char* partition_name(Partition p) {
+  switch (p) {
+  case Partition::Forward: return "forward";
+  case Partition::Rebalance: return "rebalance";
+  case Partition::Broadcast: return "broadcast";
+  case Partition::Key: return "key";
+  }
+  return "?";
+}
+
+const char* key_type_name(KeyType t) {
+  switch (t) {
+  case KeyType::String: return "string";
+  case KeyType::Int: return "integer";
+  case KeyType::Float: return "number";
+  case KeyType::Bool: return "boolean";
+  case KeyType::Duration: return "duration (like \"250ms\", \"5s\", \"2m\")";
+  case KeyType::Size: return "size (like \"64KiB\", \"10MB\")";
+  case KeyType::Expression: return "expression string";
+  case KeyType::ExpressionMap: return "table of expressions";
+  case KeyType::StringArray: return "array of strings";
+  case KeyType::StringMap: return "table of strings";
+  case KeyType::Enum: return "string";
+  case KeyType::Table: return "table";
+  }
+  return "?";
+}
+
+} // namespace streamctl::pipeline

@@ -1,0 +1,70 @@
+#pragma once
+// The pipeline file as typed data (SPEC §3), after parsing and validation.
+//
+// Each node keeps its own TOML table (`config`) so that the operator that owns the type can
+// read its settings; the schema in node_schemas.cpp has already checked every key's type, so
+// readers may assume the types are right. toml++ nodes keep their source positions, which
+// later errors (a bad expression found at deploy time) use to point at the file.
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <toml++/toml.h>
+
+#include "pipeline/spec/diagnostics.hpp"
+
+namespace streamctl::pipeline {
+
+enum class NodeRole { Source, Operator, Sink };
+
+// How records move along an edge (timely's "pact"): chosen by the planner, shown by `graph`.
+enum class Partition { Forward, Rebalance, Broadcast, Key };
+
+enum class OnError { Drop, Fail, DeadLetter };
+
+struct NodeSpec {
+  std::string name;
+  NodeRole role = NodeRole::Operator;
+  std::string type;
+  std::vector<std::string> inputs;
+  int parallelism = 0;                   // 0: the pipeline's default
+  std::optional<Partition> partition;    // `partition = ...` override of the input edges
+  OnError on_error = OnError::Drop;
+  std::filesystem::path dead_letter;     // absolute; set when on_error = dead_letter
+  SourcePos where;                       // the [kind.NAME] header
+  toml::table config;                    // the node's own table, as written (+ --set)
+};
+
+struct TestCase {
+  std::string name;
+  std::map<std::string, std::vector<std::string>> input;  // source name -> JSON lines
+  std::map<std::string, std::vector<std::string>> expect; // sink name -> JSON lines
+  SourcePos where;
+};
+
+struct PipelineSpec {
+  std::string name;
+  std::filesystem::path file;     // as given on the command line
+  std::filesystem::path base_dir; // directory of the file: relative paths resolve against it
+  int parallelism = 1;
+  int max_parallelism = 128;
+  std::vector<NodeSpec> nodes;    // sources, then operators, then sinks, each in file order
+  std::vector<TestCase> tests;
+  toml::table root;               // the whole document after --set overrides
+
+  const NodeSpec* find(const std::string& node_name) const {
+    for (const auto& n : nodes)
+      if (n.name == node_name) return &n;
+    return nullptr;
+  }
+  int parallelism_of(const NodeSpec& n) const { return n.parallelism > 0 ? n.parallelism : parallelism; }
+};
+
+const char* role_name(NodeRole role);       // "source" | "operator" | "sink"
+const char* partition_name(Partition p);    // "forward" | "rebalance" | "broadcast" | "key"
+
+} // namespace streamctl::pipeline

@@ -1,0 +1,116 @@
+#pragma once
+// A batch of records: the unit that moves through operators and across processes.
+//
+// Records are spans of Fields stored in the batch's arena; string, array and map values point
+// into that arena or into buffers the batch retains (a file chunk, a received message), so a
+// source can hand out strings without copying them. A batch is filled by one thread and may
+// then be moved to another; it is never shared while being written.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "state/arena.hpp"
+#include "state/value.hpp"
+
+namespace streamctl::state {
+
+struct Record {
+  const Field* fields = nullptr;
+  std::uint32_t size = 0;
+
+  const Field* begin() const { return fields; }
+  const Field* end() const { return fields + size; }
+
+  // Linear scan: records have few fields, and ids compare as integers.
+  const Value* find(FieldId name) const {
+    for (std::uint32_t k = 0; k < size; ++k)
+      if (fields[k].name == name) return &fields[k].value;
+    return nullptr;
+  }
+};
+
+class Batch {
+public:
+  Batch() : arena_(std::make_shared<Arena>()) {}
+  Batch(Batch&&) noexcept = default;
+  Batch& operator=(Batch&&) noexcept = default;
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
+
+  std::size_t size() const { return records_.size(); }
+  bool empty() const { return records_.empty(); }
+  const Record& operator[](std::size_t k) const { return records_[k]; }
+  auto begin() const { return records_.begin(); }
+  auto end() const { return records_.end(); }
+
+  Arena& arena() { return *arena_; }
+
+  // Appends a record whose fields are copied into this batch's arena. Values are copied
+  // shallowly: what they point to must be kept alive by this batch (arena or retain()).
+  void add(std::span<const Field> fields) {
+    Field* copy = arena_->allocate_array<Field>(fields.size());
+    std::copy(fields.begin(), fields.end(), copy);
+    records_.push_back(Record{copy, static_cast<std::uint32_t>(fields.size())});
+  }
+
+  // Appends a record of another batch without copying; call retain_memory_of(other) once.
+  void add_shared(const Record& record) { records_.push_back(record); }
+
+  // Keeps `memory` alive as long as this batch, for values that point into it.
+  void retain(std::shared_ptr<const void> memory) { retained_.push_back(std::move(memory)); }
+  // Keeps everything `other` points into alive as long as this batch.
+  void retain_memory_of(const Batch& other);
+
+  // Deep-copies a value into this batch's arena (strings, arrays and maps included).
+  Value copy_value(const Value& v);
+  std::string_view copy_string(std::string_view s) { return arena_->copy(s); }
+
+  // Drops the records and starts a fresh arena (the old one lives on in batches that share it).
+  void clear() {
+    records_.clear();
+    retained_.clear();
+    arena_ = std::make_shared<Arena>();
+  }
+
+  std::size_t memory_bytes() const { return arena_->bytes_reserved(); }
+
+private:
+  std::vector<Record> records_;
+  std::shared_ptr<Arena> arena_;
+  std::vector<std::shared_ptr<const void>> retained_;
+};
+
+// Builds one record at a time in reusable scratch space, then appends it to a batch.
+class RecordBuilder {
+public:
+  void reset() { fields_.clear(); }
+  void append(FieldId name, Value value) { fields_.push_back(Field{name, value}); }
+  // Replaces the field if present, else appends it.
+  void set(FieldId name, Value value) {
+    for (auto& f : fields_)
+      if (f.name == name) {
+        f.value = value;
+        return;
+      }
+    fields_.push_back(Field{name, value});
+  }
+  void remove(FieldId name) {
+    for (std::size_t k = 0; k < fields_.size(); ++k)
+      if (fields_[k].name == name) {
+        fields_.erase(fields_.begin() + static_cast<std::ptrdiff_t>(k));
+        return;
+      }
+  }
+  void assign(const Record& r) { fields_.assign(r.begin(), r.end()); }
+  std::span<const Field> fields() const { return fields_; }
+  std::vector<Field>& mutable_fields() { return fields_; }
+  void finish(Batch& out) const { out.add(fields_); }
+
+private:
+  std::vector<Field> fields_;
+};
+
+} // namespace streamctl::state
