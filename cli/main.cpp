@@ -1,2 +1,59 @@
-#include <cstdio>
-int main() { std::puts("streamctl"); return 0; }
+// streamctl: one binary for every role — the commands users type, and the hidden `worker`
+// that the coordinator starts for each task.
+
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <iostream>
+
+#include "cli/context.hpp"
+#include "state/error.hpp"
+
+#ifndef STREAMCTL_VERSION
+#define STREAMCTL_VERSION "0.0.0"
+#endif
+
+int main(int argc, char** argv) {
+  using namespace streamctl;
+  // A closed stdout (`streamctl run ... | head`) is an error to report, not a silent death.
+  std::signal(SIGPIPE, SIG_IGN);
+
+  cli::Context ctx;
+  operators::register_builtin_types(ctx.registry);
+
+  CLI::App app{"streamctl - a stream processor: TOML pipelines of sources, operators and sinks,\n"
+               "run as worker processes linked by ZeroMQ. See streamctl(1)."};
+  app.set_version_flag("--version", std::string("streamctl ") + STREAMCTL_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough(); // global flags may come after the command too
+  app.add_option("--state-dir", ctx.global.state_dir,
+                 "where jobs are registered (default: $STREAMCTL_STATE_DIR, $XDG_STATE_HOME/streamctl or "
+                 "~/.local/state/streamctl)");
+  app.add_flag("-v,--verbose", ctx.global.verbosity, "more logging on stderr (repeat for more)");
+  app.add_flag("-q,--quiet", ctx.global.quiet, "errors only on stderr");
+  app.add_option("--log-format", ctx.global.log_format, "log line format on stderr")
+      ->check(CLI::IsMember({"text", "json"}));
+
+  cli::add_validate_command(app, ctx);
+  cli::add_graph_command(app, ctx);
+  cli::add_run_command(app, ctx);
+  cli::add_test_command(app, ctx);
+  cli::add_worker_command(app, ctx);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  } catch (const Error& e) {
+    // Pipeline problems are "FILE:LINE:COL: message" lines, printed as they are so that
+    // editors and grep can use them.
+    if (e.kind() == ErrorKind::Usage) std::cerr << e.what() << "\n";
+    else if (ctx.log) ctx.log->error("{}", e.what());
+    else std::cerr << "streamctl: error: " << e.what() << "\n";
+    return exit_code_for(e.kind());
+  } catch (const std::exception& e) {
+    std::cerr << "streamctl: internal error: " << e.what() << "\n";
+    return 1;
+  }
+  return ctx.exit_code;
+}

@@ -1,5 +1,13 @@
 #include "operators/registry.hpp"
 
+#include "operators/file_sink.hpp"
+#include "operators/file_source.hpp"
+#include "operators/filter.hpp"
+#include "operators/flat_map.hpp"
+#include "operators/generator_source.hpp"
+#include "operators/map.hpp"
+#include "operators/stdin_source.hpp"
+#include "operators/stdout_sink.hpp"
 #include "state/error.hpp"
 
 namespace streamctl::operators {
@@ -50,8 +58,17 @@ std::unique_ptr<Sink> Registry::make_sink(const PipelineSpec& p, const NodeSpec&
   return find_factory(sink_schemas_, sink_factories_, node)(p, node, names);
 }
 
-void register_builtin_types(Registry& /*registry*/) {
-  // Filled in as each type lands; see the list below once it exists.
+void register_builtin_types(Registry& registry) {
+  registry.add_source(stdin_source_schema(), make_stdin_source);
+  registry.add_source(file_source_schema(), make_file_source);
+  registry.add_source(generator_source_schema(), make_generator_source);
+
+  registry.add_operator(filter_schema(), make_filter);
+  registry.add_operator(map_schema(), make_map);
+  registry.add_operator(flat_map_schema(), make_flat_map);
+
+  registry.add_sink(stdout_sink_schema(), make_stdout_sink);
+  registry.add_sink(file_sink_schema(), make_file_sink);
 }
 
 } // namespace streamctl::operators

@@ -40,6 +40,17 @@ public:
 
   std::size_t bytes_reserved() const { return reserved_; }
 
+  // Forgets every allocation but keeps the newest chunk for reuse (scratch arenas).
+  void reset() {
+    if (chunks_.size() > 1) {
+      auto last = std::move(chunks_.back());
+      chunks_.clear();
+      chunks_.push_back(std::move(last));
+      reserved_ = capacity_;
+    }
+    used_ = 0;
+  }
+
 private:
   void grow(std::size_t at_least) {
     std::size_t size = next_chunk_ > at_least ? next_chunk_ : at_least;

@@ -3,6 +3,19 @@
 
 namespace streamctl::pipeline {
 
+std::string position_of(const PipelineSpec& spec, const NodeSpec& node, std::string_view key) {
+  std::uint32_t line = node.where.line;
+  std::uint32_t column = node.where.column;
+  if (const toml::node* value = node.config.get(key)) {
+    const auto& begin = value->source().begin;
+    if (begin.line > 0) {
+      line = begin.line;
+      column = begin.column;
+    }
+  }
+  return spec.file.string() + ":" + std::to_string(line) + ":" + std::to_string(column);
+}
+
 const char* role_name(NodeRole role) {
   switch (role) {
   case NodeRole::Source: return "source";

@@ -64,6 +64,10 @@ struct PipelineSpec {
   int parallelism_of(const NodeSpec& n) const { return n.parallelism > 0 ? n.parallelism : parallelism; }
 };
 
+// "FILE:LINE:COL" of `key` in the node's table (of the node itself when the key is absent),
+// for errors found after validation.
+std::string position_of(const PipelineSpec& spec, const NodeSpec& node, std::string_view key);
+
 const char* role_name(NodeRole role);       // "source" | "operator" | "sink"
 const char* partition_name(Partition p);    // "forward" | "rebalance" | "broadcast" | "key"
 

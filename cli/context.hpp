@@ -1,0 +1,48 @@
+#pragma once
+// What every subcommand shares: the global flags (SPEC §2), the logger they configure, and the
+// registry of node types. Built in main and passed down; nothing here is global state.
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <spdlog/logger.h>
+
+#include "operators/registry.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace streamctl::cli {
+
+struct GlobalOptions {
+  std::string state_dir;   // --state-dir; empty: from the environment
+  int verbosity = 0;       // -v, repeatable
+  bool quiet = false;      // -q
+  std::string log_format = "text";
+};
+
+struct Context {
+  GlobalOptions global;
+  operators::Registry registry;
+  std::shared_ptr<spdlog::logger> log;
+  int exit_code = 0;
+
+  // $STREAMCTL_STATE_DIR, else $XDG_STATE_HOME/streamctl, else ~/.local/state/streamctl.
+  std::filesystem::path state_dir() const;
+  // Builds `log` from the global flags; `name` prefixes each line ("streamctl", "worker 3").
+  void configure_logging(const std::string& name);
+  // The flags that give a worker the same logging.
+  std::vector<std::string> worker_log_flags() const;
+};
+
+// Each subcommand registers itself and sets ctx.exit_code when it runs.
+void add_validate_command(CLI::App& app, Context& ctx);
+void add_graph_command(CLI::App& app, Context& ctx);
+void add_run_command(CLI::App& app, Context& ctx);
+void add_test_command(CLI::App& app, Context& ctx);
+void add_worker_command(CLI::App& app, Context& ctx);
+
+} // namespace streamctl::cli

@@ -1,0 +1,38 @@
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "cli/context.hpp"
+#include "pipeline/runtime/job_loader.hpp"
+#include "pipeline/spec/graph_render.hpp"
+
+namespace streamctl::cli {
+
+void add_graph_command(CLI::App& app, Context& ctx) {
+  auto* cmd = app.add_subcommand(
+      "graph", "Print the logical graph and the physical plan: subtasks, fused chains, edge partitioning");
+  struct Options {
+    std::string file;
+    std::string format = "text";
+    int parallelism = 0;
+    std::vector<std::string> overrides;
+  };
+  auto o = std::make_shared<Options>();
+  cmd->add_option("FILE", o->file, "the pipeline file")->required();
+  cmd->add_option("--format", o->format, "text, dot (Graphviz) or json")->check(CLI::IsMember({"text", "dot", "json"}));
+  cmd->add_option("-p,--parallelism", o->parallelism, "default parallelism of every node, as for run")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--set", o->overrides, "override a pipeline value: dotted.key=VALUE (repeatable)");
+  cmd->callback([&ctx, o] {
+    ctx.configure_logging("streamctl");
+    auto overrides = o->overrides;
+    if (o->parallelism > 0) overrides.push_back("parallelism=" + std::to_string(o->parallelism));
+    auto job = runtime::load_job(o->file, overrides, ctx.registry);
+    auto format = o->format == "dot"    ? pipeline::GraphFormat::Dot
+                  : o->format == "json" ? pipeline::GraphFormat::Json
+                                        : pipeline::GraphFormat::Text;
+    std::cout << pipeline::render_graph(job.spec, job.plan, format);
+    ctx.exit_code = 0;
+  });
+}
+
+} // namespace streamctl::cli

@@ -1,0 +1,47 @@
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <unistd.h>
+
+#include "cli/context.hpp"
+#include "pipeline/runtime/coordinator.hpp"
+
+namespace streamctl::cli {
+
+std::string self_executable() {
+  std::error_code ec;
+  auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("streamctl") : path.string();
+}
+
+void add_run_command(CLI::App& app, Context& ctx) {
+  auto* cmd = app.add_subcommand("run", "Run a pipeline as a job; with bounded sources, exit when all input is processed");
+  struct Options {
+    std::string file;
+    int parallelism = 0;
+    std::vector<std::string> overrides;
+    std::string transport = "ipc";
+  };
+  auto o = std::make_shared<Options>();
+  cmd->add_option("FILE", o->file, "the pipeline file")->required();
+  cmd->add_option("-p,--parallelism", o->parallelism, "default parallelism of every node")->check(CLI::PositiveNumber);
+  cmd->add_option("--set", o->overrides, "override a pipeline value: dotted.key=VALUE (repeatable)");
+  cmd->add_option("--transport", o->transport,
+                  "data channels between local workers: ipc (Unix sockets) or tcp (loopback, as across hosts)")
+      ->check(CLI::IsMember({"ipc", "tcp"}));
+  cmd->callback([&ctx, o] {
+    ctx.configure_logging("streamctl");
+    auto overrides = o->overrides;
+    if (o->parallelism > 0) overrides.push_back("parallelism=" + std::to_string(o->parallelism));
+    auto job = runtime::load_job(o->file, overrides, ctx.registry);
+    runtime::RunOptions options;
+    options.state_dir = ctx.state_dir();
+    options.self_executable = self_executable();
+    options.transport = o->transport;
+    options.worker_log_flags = ctx.worker_log_flags();
+    auto outcome = runtime::run_job(job, options, *ctx.log);
+    if (outcome.exit_code == 1) ctx.log->error("job {} failed: {}", outcome.job_id, outcome.error);
+    ctx.exit_code = outcome.exit_code;
+  });
+}
+
+} // namespace streamctl::cli

@@ -1,0 +1,47 @@
+#include "operators/filter.hpp"
+
+#include "operators/bad_record.hpp"
+#include "pipeline/spec/expression.hpp"
+
+namespace streamctl::operators {
+
+namespace {
+class Filter final : public Operator {
+public:
+  explicit Filter(pipeline::Expression where) : where_(std::move(where)) { eval_.arena = &scratch_; }
+
+  void process(const state::Batch& in, state::Batch& out) override {
+    // Kept records are shared with the input batch, not copied.
+    out.retain_memory_of(in);
+    for (const auto& record : in) {
+      bool keep = false;
+      if (!where_.eval_predicate(record, eval_, keep)) {
+        report_bad_record(ctx_, record, eval_.error);
+        continue;
+      }
+      if (keep) out.add_shared(record);
+    }
+    scratch_.reset();
+  }
+
+private:
+  pipeline::Expression where_;
+  state::Arena scratch_{4096};
+  pipeline::EvalContext eval_;
+};
+} // namespace
+
+pipeline::NodeTypeSchema filter_schema() {
+  using pipeline::KeySchema;
+  using pipeline::KeyType;
+  return pipeline::NodeTypeSchema{
+      "filter", {KeySchema{"where", KeyType::Expression, true, {}, {}, "keep records where this is true"}}};
+}
+
+std::unique_ptr<Operator> make_filter(const pipeline::PipelineSpec&, const pipeline::NodeSpec& node,
+                                      state::FieldNames& names) {
+  return std::make_unique<Filter>(
+      pipeline::Expression::compile(node.config["where"].value_or(std::string()), names));
+}
+
+} // namespace streamctl::operators

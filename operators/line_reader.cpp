@@ -1,0 +1,76 @@
+#include "operators/line_reader.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <poll.h>
+#include <string>
+#include <unistd.h>
+
+#include "state/error.hpp"
+
+namespace streamctl::operators {
+
+LineReader::LineReader(int fd, std::size_t chunk_bytes)
+    : fd_(fd), chunk_bytes_(chunk_bytes), chunk_(std::make_shared<std::vector<char>>(chunk_bytes)) {}
+
+std::optional<std::string_view> LineReader::next_line() {
+  if (begin_ == end_) return std::nullopt;
+  const char* base = chunk_->data();
+  const void* nl = std::memchr(base + begin_, '\n', end_ - begin_);
+  std::size_t stop;
+  std::size_t next;
+  if (nl != nullptr) {
+    stop = static_cast<std::size_t>(static_cast<const char*>(nl) - base);
+    next = stop + 1;
+  } else if (eof_) {
+    stop = end_;
+    next = end_;
+  } else {
+    return std::nullopt;
+  }
+  std::string_view line(base + begin_, stop - begin_);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  begin_ = next;
+  ++line_number_;
+  return line;
+}
+
+LineReader::Fill LineReader::fill(bool wait) {
+  if (eof_) return Fill::End;
+  if (!wait) {
+    pollfd p{fd_, POLLIN, 0};
+    int ready = ::poll(&p, 1, 0);
+    if (ready == 0) return Fill::WouldBlock;
+  }
+  // Make room when the chunk is full. Batches only point into consumed bytes, before begin_,
+  // so reading on after end_ is safe; a full chunk that batches still use is left to them.
+  std::size_t pending = end_ - begin_;
+  if (end_ == chunk_->size()) {
+    std::size_t size = std::max(chunk_bytes_, pending * 2);
+    if (chunk_.use_count() > 1 || size > chunk_->size()) {
+      auto fresh = std::make_shared<std::vector<char>>(size);
+      std::memcpy(fresh->data(), chunk_->data() + begin_, pending);
+      chunk_ = std::move(fresh);
+    } else {
+      std::memmove(chunk_->data(), chunk_->data() + begin_, pending);
+    }
+    begin_ = 0;
+    end_ = pending;
+  }
+  for (;;) {
+    ssize_t n = ::read(fd_, chunk_->data() + end_, chunk_->size() - end_);
+    if (n > 0) {
+      end_ += static_cast<std::size_t>(n);
+      return Fill::Read;
+    }
+    if (n == 0) {
+      eof_ = true;
+      return Fill::End;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return Fill::WouldBlock;
+    throw Error(ErrorKind::JobFailed, std::string("read failed: ") + std::strerror(errno));
+  }
+}
+
+} // namespace streamctl::operators

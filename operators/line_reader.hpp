@@ -1,0 +1,47 @@
+#pragma once
+// Splits a file descriptor's bytes into lines without copying them.
+//
+// Bytes are read into 1 MiB chunks held by shared pointers; a line is a view into the current
+// chunk, and a batch that keeps values pointing into a line retains the chunk (chunk()). A
+// line cut by the end of a chunk is moved to the front of the next chunk. The reader never
+// blocks on an fd that is not readable when asked not to (stdin), so the task loop can keep
+// answering its control socket.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace streamctl::operators {
+
+class LineReader {
+public:
+  enum class Fill { Read, WouldBlock, End };
+
+  // Does not take ownership of `fd`.
+  explicit LineReader(int fd, std::size_t chunk_bytes = 1 << 20);
+
+  // The next complete line, without its "\n" (and "\r"), or nullopt when none is buffered.
+  // After End, the last unterminated line is returned as a line too.
+  std::optional<std::string_view> next_line();
+  // Reads once. With `wait` false, returns WouldBlock instead of blocking.
+  Fill fill(bool wait);
+  bool at_end() const { return eof_ && begin_ == end_; }
+
+  // The memory the views returned by next_line() point into.
+  std::shared_ptr<const void> chunk() const { return chunk_; }
+  // 1-based number of the line last returned.
+  std::uint64_t line_number() const { return line_number_; }
+
+private:
+  int fd_;
+  std::size_t chunk_bytes_;
+  std::shared_ptr<std::vector<char>> chunk_;
+  std::size_t begin_ = 0; // first unconsumed byte
+  std::size_t end_ = 0;   // one past the last byte read
+  bool eof_ = false;
+  std::uint64_t line_number_ = 0;
+};
+
+} // namespace streamctl::operators

@@ -1,0 +1,112 @@
+#include "operators/map.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "operators/bad_record.hpp"
+#include "pipeline/spec/expression.hpp"
+#include "state/error.hpp"
+
+namespace streamctl::operators {
+
+namespace {
+
+struct Assignment {
+  state::FieldId field;
+  pipeline::Expression expression;
+};
+
+struct Rename {
+  state::FieldId from;
+  state::FieldId to;
+};
+
+class Map final : public Operator {
+public:
+  Map(std::vector<Assignment> sets, std::vector<Rename> renames, std::vector<state::FieldId> removes)
+      : sets_(std::move(sets)), renames_(std::move(renames)), removes_(std::move(removes)),
+        values_(sets_.size()) {}
+
+  void process(const state::Batch& in, state::Batch& out) override {
+    out.retain_memory_of(in);
+    eval_.arena = &out.arena(); // strings made by `set` live as long as the output batch
+    for (const auto& record : in) {
+      bool ok = true;
+      for (std::size_t k = 0; k < sets_.size() && ok; ++k)
+        ok = sets_[k].expression.eval(record, eval_, values_[k]);
+      if (!ok) {
+        report_bad_record(ctx_, record, eval_.error);
+        continue;
+      }
+      builder_.assign(record);
+      for (std::size_t k = 0; k < sets_.size(); ++k) builder_.set(sets_[k].field, values_[k]);
+      for (const auto& r : renames_) rename(r);
+      for (auto field : removes_) builder_.remove(field);
+      builder_.finish(out);
+    }
+  }
+
+private:
+  void rename(const Rename& r) {
+    bool present = false;
+    for (const auto& f : builder_.fields()) present = present || f.name == r.from;
+    if (!present || r.from == r.to) return;
+    builder_.remove(r.to); // the renamed field replaces one of the new name
+    for (auto& f : builder_.mutable_fields())
+      if (f.name == r.from) f.name = r.to;
+  }
+
+  std::vector<Assignment> sets_;
+  std::vector<Rename> renames_;
+  std::vector<state::FieldId> removes_;
+  std::vector<state::Value> values_;
+  state::RecordBuilder builder_;
+  pipeline::EvalContext eval_;
+};
+
+// Tables iterate in key order in toml++; `set` keeps the order the file gives.
+std::vector<std::pair<std::string, const toml::node*>> in_file_order(const toml::table* table) {
+  std::vector<std::pair<std::string, const toml::node*>> entries;
+  if (table == nullptr) return entries;
+  for (const auto& [key, value] : *table) entries.emplace_back(std::string(key.str()), &value);
+  std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
+    const auto& pa = a.second->source().begin;
+    const auto& pb = b.second->source().begin;
+    return pa.line != pb.line ? pa.line < pb.line : pa.column < pb.column;
+  });
+  return entries;
+}
+
+} // namespace
+
+pipeline::NodeTypeSchema map_schema() {
+  using pipeline::KeySchema;
+  using pipeline::KeyType;
+  return pipeline::NodeTypeSchema{
+      "map",
+      {
+          KeySchema{"set", KeyType::ExpressionMap, false, {}, {}, "fields to assign: name = expression"},
+          KeySchema{"rename", KeyType::StringMap, false, {}, {}, "fields to rename: old = new"},
+          KeySchema{"remove", KeyType::StringArray, false, {}, {}, "fields to remove"},
+      }};
+}
+
+std::unique_ptr<Operator> make_map(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
+                                   state::FieldNames& names) {
+  std::vector<Assignment> sets;
+  for (const auto& [name, value] : in_file_order(node.config["set"].as_table()))
+    sets.push_back(Assignment{names.intern(name),
+                              pipeline::Expression::compile(value->value_or(std::string()), names)});
+  std::vector<Rename> renames;
+  for (const auto& [from, to] : in_file_order(node.config["rename"].as_table()))
+    renames.push_back(Rename{names.intern(from), names.intern(to->value_or(std::string()))});
+  std::vector<state::FieldId> removes;
+  if (const auto* list = node.config["remove"].as_array())
+    for (const auto& f : *list) removes.push_back(names.intern(f.value_or(std::string())));
+  if (sets.empty() && renames.empty() && removes.empty())
+    throw Error(ErrorKind::Usage, pipeline::position_of(spec, node, "type") + ": operator '" + node.name +
+                                      "' (map) needs at least one of 'set', 'rename', 'remove'");
+  return std::make_unique<Map>(std::move(sets), std::move(renames), std::move(removes));
+}
+
+} // namespace streamctl::operators

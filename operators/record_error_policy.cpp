@@ -1,0 +1,78 @@
+#include "operators/record_error_policy.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "state/error.hpp"
+#include "state/json_writer.hpp"
+
+namespace streamctl::operators {
+
+namespace {
+void append_json_string(std::string_view text, std::string& out) {
+  state::FieldNames no_names;
+  state::append_json_value(state::Value::string(text), no_names, out);
+}
+} // namespace
+
+RecordErrorPolicy::RecordErrorPolicy(const pipeline::NodeSpec& node, Warn warn)
+    : node_name_(node.name), mode_(node.on_error), dead_letter_path_(node.dead_letter.string()),
+      warn_(std::move(warn)) {
+  if (mode_ == pipeline::OnError::DeadLetter) {
+    // O_APPEND: the subtasks of a node share one dead-letter file, and each line is written
+    // with a single write() so lines never interleave.
+    dead_letter_fd_ = ::open(dead_letter_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (dead_letter_fd_ < 0)
+      throw Error(ErrorKind::Usage, "node '" + node_name_ + "': cannot open dead-letter file '" +
+                                        dead_letter_path_ + "': " + std::strerror(errno));
+  }
+}
+
+RecordErrorPolicy::~RecordErrorPolicy() {
+  if (dead_letter_fd_ >= 0) ::close(dead_letter_fd_);
+  if (unreported_ > 0 && warn_)
+    warn_("node '" + node_name_ + "': dropped " + std::to_string(unreported_) + " more bad records");
+}
+
+void RecordErrorPolicy::bad_record(std::string_view raw, std::uint64_t line, std::string_view reason) {
+  ++count_;
+  switch (mode_) {
+  case pipeline::OnError::Fail: {
+    std::string where = line > 0 ? " at line " + std::to_string(line) : std::string();
+    throw Error(ErrorKind::JobFailed,
+                "node '" + node_name_ + "': bad record" + where + ": " + std::string(reason));
+  }
+  case pipeline::OnError::DeadLetter: {
+    scratch_.clear();
+    scratch_ += "{\"node\":";
+    append_json_string(node_name_, scratch_);
+    scratch_ += ",\"line\":";
+    scratch_ += line > 0 ? std::to_string(line) : "null";
+    scratch_ += ",\"input\":";
+    append_json_string(raw, scratch_);
+    scratch_ += ",\"error\":";
+    append_json_string(reason, scratch_);
+    scratch_ += "}\n";
+    if (::write(dead_letter_fd_, scratch_.data(), scratch_.size()) != static_cast<ssize_t>(scratch_.size()))
+      throw Error(ErrorKind::JobFailed, "node '" + node_name_ + "': cannot write dead-letter file '" +
+                                            dead_letter_path_ + "': " + std::strerror(errno));
+    return;
+  }
+  case pipeline::OnError::Drop: {
+    ++unreported_;
+    auto now = std::chrono::steady_clock::now();
+    if (warn_ && now - last_warning_ >= std::chrono::seconds(1)) {
+      std::string where = line > 0 ? " at line " + std::to_string(line) : std::string();
+      std::string more = unreported_ > 1 ? " (" + std::to_string(unreported_) + " dropped since the last warning)" : "";
+      warn_("node '" + node_name_ + "': dropped bad record" + where + ": " + std::string(reason) + more);
+      last_warning_ = now;
+      unreported_ = 0;
+    }
+    return;
+  }
+  }
+}
+
+} // namespace streamctl::operators

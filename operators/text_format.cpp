@@ -1,0 +1,96 @@
+#include "operators/text_format.hpp"
+
+#include "state/json_writer.hpp"
+
+namespace streamctl::operators {
+
+TextFormat text_format_of(const pipeline::NodeSpec& node) {
+  std::string format = node.config["format"].value_or(std::string("json"));
+  if (format == "csv") return TextFormat::Csv;
+  if (format == "lines") return TextFormat::Lines;
+  return TextFormat::Json;
+}
+
+namespace {
+state::CsvOptions csv_options(const pipeline::NodeSpec& node) {
+  state::CsvOptions options;
+  std::string delimiter = node.config["delimiter"].value_or(std::string(","));
+  options.delimiter = delimiter.empty() ? ',' : delimiter[0];
+  options.header = node.config["header"].value_or(true);
+  if (const auto* columns = node.config["columns"].as_array())
+    for (const auto& c : *columns) options.columns.push_back(c.value_or(std::string()));
+  if (const auto* types = node.config["types"].as_table())
+    for (const auto& [column, type] : *types) {
+      std::string t = type.value_or(std::string("string"));
+      state::Kind kind = t == "int" ? state::Kind::Int
+                         : t == "float" ? state::Kind::Float
+                         : t == "bool" ? state::Kind::Bool
+                                       : state::Kind::String;
+      options.types.emplace_back(std::string(column.str()), kind);
+    }
+  return options;
+}
+} // namespace
+
+LineDecoder::LineDecoder(const pipeline::NodeSpec& node, state::FieldNames& names)
+    : format_(text_format_of(node)), names_(names), line_field_(names.intern("line")) {
+  if (format_ == TextFormat::Csv) csv_ = std::make_unique<state::CsvReader>(csv_options(node), names);
+}
+
+Result<void> LineDecoder::decode(std::string_view line, state::Batch& batch) {
+  builder_.reset();
+  switch (format_) {
+  case TextFormat::Json: {
+    auto r = state::parse_json_record(line, names_, batch, builder_);
+    if (!r) return r;
+    break;
+  }
+  case TextFormat::Csv: {
+    if (csv_->needs_header()) return csv_->read_header(line);
+    auto r = csv_->parse_line(line, batch, builder_);
+    if (!r) return r;
+    break;
+  }
+  case TextFormat::Lines: builder_.append(line_field_, state::Value::string(line)); break;
+  }
+  builder_.finish(batch);
+  return {};
+}
+
+LineEncoder::LineEncoder(const pipeline::NodeSpec& node, state::FieldNames& names)
+    : format_(text_format_of(node)), names_(names), line_field_(names.intern("line")),
+      csv_writer_(node.config["delimiter"].value_or(std::string(",")).empty()
+                      ? ','
+                      : node.config["delimiter"].value_or(std::string(","))[0]) {
+  if (const auto* columns = node.config["columns"].as_array())
+    for (const auto& c : *columns) csv_columns_.push_back(c.value_or(std::string()));
+}
+
+void LineEncoder::encode(const state::Batch& batch, std::string& out) {
+  for (const auto& record : batch) {
+    switch (format_) {
+    case TextFormat::Json: state::append_json(record, names_, out); break;
+    case TextFormat::Lines: {
+      // The `line` field as it is; records without one are written as JSON.
+      const state::Value* line = record.find(line_field_);
+      if (line != nullptr && line->kind == state::Kind::String) out.append(line->str());
+      else state::append_json(record, names_, out);
+      break;
+    }
+    case TextFormat::Csv:
+      if (!header_written_) {
+        // Without `columns`, the first record's fields name the columns.
+        if (csv_columns_.empty())
+          for (const auto& f : record) csv_columns_.emplace_back(names_.name(f.name));
+        for (const auto& c : csv_columns_) csv_column_ids_.push_back(names_.intern(c));
+        csv_writer_.append_header(csv_columns_, out);
+        header_written_ = true;
+      }
+      csv_writer_.append_row(record, csv_column_ids_, names_, out);
+      break;
+    }
+    out += '\n';
+  }
+}
+
+} // namespace streamctl::operators

@@ -1,0 +1,77 @@
+#include "pipeline/runtime/child_process.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "state/error.hpp"
+
+namespace streamctl::runtime {
+
+ChildProcess::ChildProcess(const ChildSpec& spec) {
+  // Everything the child needs is prepared before fork: between fork and exec only
+  // async-signal-safe calls are allowed (the parent has ZeroMQ threads).
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(spec.executable.c_str()));
+  for (const auto& a : spec.args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t parent = ::getpid();
+
+  pid_t pid = ::fork();
+  if (pid < 0) throw Error(ErrorKind::Internal, std::string("cannot start a worker: fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1); // the parent died before prctl took effect
+    // Ctrl-C reaches the whole foreground process group; the coordinator alone decides how
+    // the job stops, so workers ignore SIGINT.
+    ::signal(SIGINT, SIG_IGN);
+    ::signal(SIGPIPE, SIG_IGN);
+    ::signal(SIGTERM, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (!spec.inherit_stdin) {
+      int null_fd = ::open("/dev/null", O_RDONLY);
+      if (null_fd >= 0) {
+        ::dup2(null_fd, STDIN_FILENO);
+        ::close(null_fd);
+      }
+    }
+    ::execv(spec.executable.c_str(), argv.data());
+    ::_exit(127);
+  }
+  pid_ = pid;
+  running_ = true;
+}
+
+ChildProcess::~ChildProcess() {
+  if (running_) kill_and_reap();
+}
+
+void ChildProcess::signal(int sig) const {
+  if (running_) ::kill(pid_, sig);
+}
+
+void ChildProcess::kill_and_reap() {
+  if (!running_) return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  reaped(status);
+}
+
+std::string ChildProcess::describe_exit() const {
+  if (WIFEXITED(status_)) return "exited with status " + std::to_string(WEXITSTATUS(status_));
+  if (WIFSIGNALED(status_)) {
+    int sig = WTERMSIG(status_);
+    return "killed by signal " + std::to_string(sig) + " (" + ::strsignal(sig) + ")";
+  }
+  return "stopped";
+}
+
+} // namespace streamctl::runtime

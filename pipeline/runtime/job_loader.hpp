@@ -1,0 +1,31 @@
+#pragma once
+// Turns a pipeline file into a job that can run: validation against every registered type's
+// schema, a trial construction of every node (which finds what only a factory can see: a
+// path glob matching no file, an output directory that cannot be written), and the plan.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "operators/registry.hpp"
+#include "pipeline/spec/config_loader.hpp"
+#include "pipeline/spec/plan.hpp"
+
+namespace streamctl::runtime {
+
+struct LoadedJob {
+  pipeline::PipelineSpec spec;
+  pipeline::PhysicalPlan plan;
+};
+
+pipeline::SchemaCatalog catalog_of(const operators::Registry& registry);
+
+// Throw streamctl::Error(Usage) whose message is every problem, one "FILE:LINE:COL: message"
+// per line.
+LoadedJob load_job(const std::filesystem::path& file, const std::vector<std::string>& overrides,
+                   const operators::Registry& registry);
+LoadedJob load_job_text(const std::string& text, const std::string& display_name,
+                        const std::filesystem::path& base_dir, const std::vector<std::string>& overrides,
+                        const operators::Registry& registry);
+
+} // namespace streamctl::runtime

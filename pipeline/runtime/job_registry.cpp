@@ -1,0 +1,85 @@
+#include "pipeline/runtime/job_registry.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <random>
+#include <unistd.h>
+
+#include "state/error.hpp"
+#include "state/json_writer.hpp"
+
+namespace streamctl::runtime {
+
+namespace {
+
+std::string utc_now(const char* format) {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, format, &tm);
+  return buf;
+}
+
+std::string json_string(const std::string& s) {
+  std::string out;
+  state::FieldNames none;
+  state::append_json_value(state::Value::string(s), none, out);
+  return out;
+}
+
+} // namespace
+
+JobRegistration::JobRegistration(const std::filesystem::path& state_dir, const pipeline::PipelineSpec& spec)
+    : name_(spec.name), started_(utc_now("%Y-%m-%dT%H:%M:%SZ")) {
+  std::random_device random;
+  char suffix[8];
+  std::snprintf(suffix, sizeof suffix, "%04x", random() & 0xffff);
+  id_ = spec.name + "-" + utc_now("%Y%m%d-%H%M%S") + "-" + suffix;
+  dir_ = state_dir / "jobs" / id_;
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec)
+    throw Error(ErrorKind::Usage, "cannot create the job directory '" + dir_.string() + "': " + ec.message() +
+                                      " (set --state-dir or STREAMCTL_STATE_DIR)");
+  socket_dir_ = dir_ / "sock";
+  if ((socket_dir_ / "task-99999.sock").string().size() > 100)
+    socket_dir_ = std::filesystem::temp_directory_path() / ("streamctl-" + id_);
+  std::filesystem::create_directories(socket_dir_, ec);
+  if (ec) throw Error(ErrorKind::Usage, "cannot create '" + socket_dir_.string() + "': " + ec.message());
+}
+
+void JobRegistration::write_pipeline(const pipeline::PipelineSpec& spec) const {
+  std::ofstream out(dir_ / "pipeline.toml");
+  out << spec.root << "\n";
+  if (!out) throw Error(ErrorKind::Internal, "cannot write '" + (dir_ / "pipeline.toml").string() + "'");
+}
+
+void JobRegistration::update(const std::string& state, const std::map<std::string, int>& pids) {
+  std::string json = "{\n  \"id\": " + json_string(id_) + ",\n  \"name\": " + json_string(name_) +
+                     ",\n  \"state\": " + json_string(state) + ",\n  \"started\": " + json_string(started_) +
+                     ",\n  \"updated\": " + json_string(utc_now("%Y-%m-%dT%H:%M:%SZ")) +
+                     ",\n  \"coordinator_pid\": " + std::to_string(::getpid()) + ",\n  \"tasks\": [";
+  bool first = true;
+  for (const auto& [label, pid] : pids) {
+    json += first ? "\n" : ",\n";
+    json += "    {\"task\": " + json_string(label) + ", \"host\": \"localhost\", \"pid\": " + std::to_string(pid) + "}";
+    first = false;
+  }
+  json += "\n  ]\n}\n";
+  auto temp = dir_ / "job.json.tmp";
+  {
+    std::ofstream out(temp);
+    out << json;
+  }
+  std::filesystem::rename(temp, dir_ / "job.json");
+}
+
+void JobRegistration::remove_sockets() const {
+  std::error_code ec;
+  std::filesystem::remove_all(socket_dir_, ec);
+}
+
+} // namespace streamctl::runtime

@@ -1,0 +1,39 @@
+#pragma once
+// A job's entry under the state dir (SPEC §10): STATE_DIR/jobs/JOB_ID/ with job.json (name,
+// state, pids, times) and pipeline.toml (the pipeline as it runs, after --set), which the
+// workers read.
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "pipeline/spec/pipeline_spec.hpp"
+
+namespace streamctl::runtime {
+
+class JobRegistration {
+public:
+  // Creates the job's directory; throws streamctl::Error(Usage) when the state dir cannot be
+  // written.
+  JobRegistration(const std::filesystem::path& state_dir, const pipeline::PipelineSpec& spec);
+
+  const std::string& id() const { return id_; }
+  const std::filesystem::path& dir() const { return dir_; }
+  // Where ipc:// sockets go: inside the job directory unless that path is too long for a
+  // Unix socket name (108 bytes), then under /tmp.
+  const std::filesystem::path& socket_dir() const { return socket_dir_; }
+
+  void write_pipeline(const pipeline::PipelineSpec& spec) const;
+  // Rewrites job.json atomically (temp file, rename).
+  void update(const std::string& state, const std::map<std::string, int>& pids);
+  void remove_sockets() const;
+
+private:
+  std::string id_;
+  std::string name_;
+  std::filesystem::path dir_;
+  std::filesystem::path socket_dir_;
+  std::string started_;
+};
+
+} // namespace streamctl::runtime

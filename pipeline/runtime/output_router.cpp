@@ -1,0 +1,105 @@
+#include "pipeline/runtime/output_router.hpp"
+
+#include "state/batch_codec.hpp"
+#include "state/error.hpp"
+
+namespace streamctl::runtime {
+
+OutputRouter::OutputRouter(zmq::context_t& context, const pipeline::PhysicalPlan& plan,
+                           const pipeline::Task& task, const std::map<int, std::string>& endpoints_by_task,
+                           state::FieldNames& names, std::size_t batch_size,
+                           std::chrono::milliseconds buffer_timeout, WaitWritable wait)
+    : names_(names), batch_size_(batch_size), buffer_timeout_(buffer_timeout), wait_(std::move(wait)) {
+  for (const auto* e : plan.edges_out_of(task.chain)) {
+    Edge edge;
+    edge.partition = e->partition;
+    int downstream = plan.chains[static_cast<std::size_t>(e->to_chain)].parallelism;
+    for (int d = 0; d < downstream; ++d) {
+      if (!e->connects(task.subtask, d)) continue;
+      const pipeline::Task* target = plan.task_of(e->to_chain, d);
+      auto it = endpoints_by_task.find(target->id);
+      if (it == endpoints_by_task.end())
+        throw Error(ErrorKind::Internal, "no endpoint for task " + std::to_string(target->id));
+      auto channel_id = static_cast<std::uint32_t>((e->id << 20) | (task.subtask << 10) | d);
+      Channel channel;
+      channel.socket = std::make_unique<transport::OutputChannel>(
+          context, it->second, channel_id, static_cast<std::uint16_t>(e->input_index));
+      edge.channels.push_back(std::move(channel));
+    }
+    edges_.push_back(std::move(edge));
+  }
+}
+
+void OutputRouter::emit(const state::Batch& batch) {
+  if (batch.empty()) return;
+  for (auto& edge : edges_) {
+    switch (edge.partition) {
+    case pipeline::Partition::Forward: append(edge.channels.front(), batch); break;
+    case pipeline::Partition::Broadcast:
+      for (auto& channel : edge.channels) append(channel, batch);
+      break;
+    case pipeline::Partition::Rebalance:
+    case pipeline::Partition::Key: // keyed routing arrives with keyed state
+      append(edge.channels[edge.cursor++ % edge.channels.size()], batch);
+      break;
+    }
+  }
+}
+
+void OutputRouter::append(Channel& channel, const state::Batch& batch) {
+  if (channel.pending.empty()) channel.first_pending = Clock::now();
+  channel.pending.retain_memory_of(batch);
+  for (const auto& record : batch) channel.pending.add_shared(record);
+  if (channel.pending.size() >= batch_size_) flush(channel);
+}
+
+void OutputRouter::flush(Channel& channel) {
+  if (channel.pending.empty()) return;
+  records_sent_ += channel.pending.size();
+  send(channel, transport::FrameKind::Data);
+  channel.pending.clear();
+}
+
+void OutputRouter::send(Channel& channel, transport::FrameKind kind) {
+  transport::FrameHeader header;
+  header.kind = kind;
+  header.channel = channel.socket->channel_id();
+  header.input_index = channel.socket->input_index();
+  header.sequence = channel.socket->next_sequence();
+  buffer_.clear();
+  transport::write_frame_header(header, buffer_);
+  if (kind == transport::FrameKind::Data) state::encode_batch(channel.pending, names_, buffer_);
+  zmq::message_t message(buffer_.data(), buffer_.size());
+  while (!channel.socket->try_send(message)) wait_(channel.socket->socket());
+  ++batches_sent_;
+}
+
+void OutputRouter::flush_due(Clock::time_point now) {
+  for (auto& edge : edges_)
+    for (auto& channel : edge.channels)
+      if (!channel.pending.empty() && now - channel.first_pending >= buffer_timeout_) flush(channel);
+}
+
+std::optional<Clock::time_point> OutputRouter::next_deadline() const {
+  std::optional<Clock::time_point> next;
+  for (const auto& edge : edges_)
+    for (const auto& channel : edge.channels)
+      if (!channel.pending.empty()) {
+        auto due = channel.first_pending + buffer_timeout_;
+        if (!next || due < *next) next = due;
+      }
+  return next;
+}
+
+void OutputRouter::flush_all() {
+  for (auto& edge : edges_)
+    for (auto& channel : edge.channels) flush(channel);
+}
+
+void OutputRouter::send_end_of_input() {
+  flush_all();
+  for (auto& edge : edges_)
+    for (auto& channel : edge.channels) send(channel, transport::FrameKind::EndOfInput);
+}
+
+} // namespace streamctl::runtime

@@ -1,0 +1,76 @@
+#pragma once
+// Sends what a chain's tail emits to the subtasks downstream, partitioned per edge:
+// forward (to the subtask of the same index), rebalance (whole batches round-robin) or
+// broadcast (to every subtask). Records wait in a pending batch per channel until it holds
+// `batch_size` records or its oldest record has waited `buffer_timeout` (Flink's buffer
+// timeout: throughput against latency).
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "pipeline/spec/plan.hpp"
+#include "state/batch.hpp"
+#include "transport/data_channel.hpp"
+#include "transport/frame.hpp"
+
+namespace streamctl::runtime {
+
+using Clock = std::chrono::steady_clock;
+
+class OutputRouter {
+public:
+  // Called while a channel's queue is full; must return once `socket` may be writable again
+  // (or throw to abandon the send). It is where backpressure time is spent.
+  using WaitWritable = std::function<void(zmq::socket_t& socket)>;
+
+  OutputRouter(zmq::context_t& context, const pipeline::PhysicalPlan& plan, const pipeline::Task& task,
+               const std::map<int, std::string>& endpoints_by_task, state::FieldNames& names,
+               std::size_t batch_size, std::chrono::milliseconds buffer_timeout, WaitWritable wait);
+
+  bool has_outputs() const { return !edges_.empty(); }
+  void emit(const state::Batch& batch);
+  // Sends the pending batches whose timeout has passed.
+  void flush_due(Clock::time_point now);
+  // When the next pending batch falls due, if any.
+  std::optional<Clock::time_point> next_deadline() const;
+  void flush_all();
+  // Flushes, then tells every downstream channel that this subtask's input has ended.
+  void send_end_of_input();
+
+  std::uint64_t records_sent() const { return records_sent_; }
+  std::uint64_t batches_sent() const { return batches_sent_; }
+
+private:
+  struct Channel {
+    std::unique_ptr<transport::OutputChannel> socket;
+    state::Batch pending;
+    Clock::time_point first_pending{};
+  };
+  struct Edge {
+    pipeline::Partition partition;
+    std::vector<Channel> channels;
+    std::size_t cursor = 0;
+  };
+
+  void append(Channel& channel, const state::Batch& batch);
+  void flush(Channel& channel);
+  void send(Channel& channel, transport::FrameKind kind);
+
+  std::vector<Edge> edges_;
+  state::FieldNames& names_;
+  std::size_t batch_size_;
+  std::chrono::milliseconds buffer_timeout_;
+  WaitWritable wait_;
+  std::string buffer_;
+  std::uint64_t records_sent_ = 0;
+  std::uint64_t batches_sent_ = 0;
+};
+
+} // namespace streamctl::runtime

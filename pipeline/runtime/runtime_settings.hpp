@@ -1,0 +1,27 @@
+#pragma once
+// Top-level pipeline keys that tune the data plane: `batch_size` (records per batch, default
+// 1024) and `buffer_timeout` (how long a partial batch may wait, default "10ms").
+
+#include <chrono>
+#include <cstddef>
+
+#include "pipeline/spec/pipeline_spec.hpp"
+#include "pipeline/spec/units.hpp"
+
+namespace streamctl::runtime {
+
+struct RuntimeSettings {
+  std::size_t batch_size = 1024;
+  std::chrono::milliseconds buffer_timeout{10};
+};
+
+inline RuntimeSettings settings_of(const pipeline::PipelineSpec& spec) {
+  RuntimeSettings s;
+  if (auto n = spec.root["batch_size"].value<std::int64_t>(); n && *n > 0)
+    s.batch_size = static_cast<std::size_t>(*n);
+  if (auto t = spec.root["buffer_timeout"].value<std::string>())
+    if (auto ms = pipeline::parse_duration_ms(*t)) s.buffer_timeout = std::chrono::milliseconds(*ms);
+  return s;
+}
+
+} // namespace streamctl::runtime

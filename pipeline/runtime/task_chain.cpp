@@ -1,0 +1,92 @@
+#include "pipeline/runtime/task_chain.hpp"
+
+namespace streamctl::runtime {
+
+using pipeline::NodeRole;
+
+TaskChain::TaskChain(const pipeline::PipelineSpec& spec, const pipeline::PhysicalPlan& plan,
+                     const pipeline::Task& task, const operators::Registry& registry,
+                     state::FieldNames& names, Warn warn)
+    : spec_(spec) {
+  const pipeline::Chain& chain = plan.chains[static_cast<std::size_t>(task.chain)];
+  node_indices_ = chain.nodes;
+  label_ = pipeline::chain_label(spec, chain) + "[" + std::to_string(task.subtask) + "]";
+  contexts_.reserve(node_indices_.size());
+  for (std::size_t index : node_indices_) {
+    const pipeline::NodeSpec& node = spec.nodes[index];
+    errors_.push_back(std::make_unique<operators::RecordErrorPolicy>(node, warn));
+    operators::OperatorContext ctx;
+    ctx.pipeline = &spec;
+    ctx.node = &node;
+    ctx.subtask = task.subtask;
+    ctx.parallelism = chain.parallelism;
+    ctx.names = &names;
+    ctx.errors = errors_.back().get();
+    contexts_.push_back(ctx);
+    metrics_.push_back(NodeMetrics{node.name});
+
+    switch (node.role) {
+    case NodeRole::Source:
+      source_ = registry.make_source(spec, node, names);
+      source_->open(contexts_.back());
+      break;
+    case NodeRole::Operator:
+      operators_.push_back(registry.make_operator(spec, node, names));
+      operators_.back()->open(contexts_.back());
+      break;
+    case NodeRole::Sink:
+      sink_ = registry.make_sink(spec, node, names);
+      sink_->open(contexts_.back());
+      break;
+    }
+  }
+  scratch_.resize(operators_.size());
+}
+
+void TaskChain::push(const state::Batch& in, const Emit& emit) {
+  if (source_) metrics_[0].records_out += in.size();
+  run_from(0, in, emit);
+}
+
+// Metrics: every node counts what enters it here, and what leaves it.
+void TaskChain::run_from(std::size_t first_operator, const state::Batch& in, const Emit& emit) {
+  const std::size_t offset = source_ ? 1 : 0; // metrics index of operators_[0]
+  const state::Batch* current = &in;
+  for (std::size_t k = first_operator; k < operators_.size(); ++k) {
+    metrics_[offset + k].records_in += current->size();
+    scratch_[k].clear();
+    operators_[k]->process(*current, scratch_[k]);
+    metrics_[offset + k].records_out += scratch_[k].size();
+    current = &scratch_[k];
+    if (current->empty()) return;
+  }
+  if (sink_) {
+    metrics_.back().records_in += current->size();
+    sink_->write(*current);
+  } else {
+    emit(*current);
+  }
+}
+
+void TaskChain::finish(const Emit& emit) {
+  const std::size_t offset = source_ ? 1 : 0;
+  for (std::size_t k = 0; k < operators_.size(); ++k) {
+    state::Batch held;
+    operators_[k]->finish(held);
+    metrics_[offset + k].records_out += held.size();
+    if (!held.empty()) run_from(k + 1, held, emit);
+  }
+  if (sink_) sink_->finish();
+}
+
+void TaskChain::abort() {
+  if (sink_) sink_->abort();
+}
+
+std::vector<NodeMetrics> TaskChain::metrics() const {
+  std::vector<NodeMetrics> out = metrics_;
+  for (std::size_t k = 0; k < out.size(); ++k) out[k].bad_records = errors_[k]->count();
+  return out;
+}
+
+} // namespace streamctl::runtime

@@ -1,0 +1,64 @@
+#pragma once
+// The fused chain of node subtasks that one worker runs: an optional source at the head,
+// operators, and an optional sink at the tail. Batches move through it in memory, with no
+// serialisation; what leaves the tail towards other chains goes to `emit`.
+//
+// Threading: used by the worker's one task thread.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "operators/record_error_policy.hpp"
+#include "operators/registry.hpp"
+#include "pipeline/spec/plan.hpp"
+
+namespace streamctl::runtime {
+
+struct NodeMetrics {
+  std::string node;
+  std::uint64_t records_in = 0;
+  std::uint64_t records_out = 0;
+  std::uint64_t bad_records = 0;
+};
+
+class TaskChain {
+public:
+  using Emit = std::function<void(const state::Batch&)>;
+  using Warn = operators::RecordErrorPolicy::Warn;
+
+  TaskChain(const pipeline::PipelineSpec& spec, const pipeline::PhysicalPlan& plan,
+            const pipeline::Task& task, const operators::Registry& registry,
+            state::FieldNames& names, Warn warn);
+
+  operators::Source* source() { return source_.get(); }
+  bool has_sink() const { return sink_ != nullptr; }
+  // A readable label for messages: "clicks -> ok -> out[1]".
+  const std::string& label() const { return label_; }
+
+  // Runs a batch that the head received (from the source or an input channel).
+  void push(const state::Batch& in, const Emit& emit);
+  // All input has ended: operators emit what they hold, in chain order; then the sink commits.
+  void finish(const Emit& emit);
+  void abort();
+
+  std::vector<NodeMetrics> metrics() const;
+
+private:
+  void run_from(std::size_t first_operator, const state::Batch& in, const Emit& emit);
+
+  const pipeline::PipelineSpec& spec_;
+  std::string label_;
+  std::vector<std::size_t> node_indices_;
+  std::vector<std::unique_ptr<operators::RecordErrorPolicy>> errors_; // one per node
+  std::vector<operators::OperatorContext> contexts_;
+  std::unique_ptr<operators::Source> source_;
+  std::vector<std::unique_ptr<operators::Operator>> operators_;
+  std::unique_ptr<operators::Sink> sink_;
+  std::vector<state::Batch> scratch_; // output batch of each operator
+  std::vector<NodeMetrics> metrics_;  // one per node, chain order
+};
+
+} // namespace streamctl::runtime

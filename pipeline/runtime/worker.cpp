@@ -1,0 +1,264 @@
+#include "pipeline/runtime/worker.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include <zmq.hpp>
+
+#include "operators/registry.hpp"
+#include "pipeline/runtime/job_loader.hpp"
+#include "pipeline/runtime/output_router.hpp"
+#include "pipeline/runtime/runtime_settings.hpp"
+#include "pipeline/runtime/task_chain.hpp"
+#include "state/batch_codec.hpp"
+#include "state/error.hpp"
+#include "transport/control.hpp"
+#include "transport/data_channel.hpp"
+#include "transport/frame.hpp"
+
+namespace streamctl::runtime {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Cancelled {};
+
+constexpr auto kHeartbeatEvery = 1s;
+
+std::string encode_metrics(const std::vector<NodeMetrics>& metrics) {
+  std::string out;
+  for (const auto& m : metrics) {
+    if (!out.empty()) out += ';';
+    out += m.node + ":" + std::to_string(m.records_in) + ":" + std::to_string(m.records_out) + ":" +
+           std::to_string(m.bad_records);
+  }
+  return out;
+}
+
+class Worker {
+public:
+  Worker(const WorkerOptions& options, spdlog::logger& log)
+      : options_(options), log_(log), control_(context_, zmq::socket_type::dealer) {}
+
+  ~Worker() {
+    // Close every socket before the context is destroyed (zmq_ctx_term waits for them).
+    gate_.reset();
+    router_.reset();
+    control_.close();
+  }
+
+  int run() {
+    control_.set(zmq::sockopt::routing_id, "task-" + std::to_string(options_.task));
+    control_.set(zmq::sockopt::linger, 2000);
+    control_.connect(options_.coordinator);
+    try {
+      setup();
+      if (chain_->source() != nullptr) run_source_loop();
+      else run_input_loop();
+      chain_->finish([this](const state::Batch& b) { router_->emit(b); });
+      if (router_) router_->send_end_of_input();
+      send(transport::ControlMessage{"FINISHED", {}}
+               .set("task", std::to_string(options_.task))
+               .set("metrics", encode_metrics(chain_->metrics())));
+      return 0;
+    } catch (const Cancelled&) {
+      if (chain_) chain_->abort();
+      log_.debug("task {} cancelled", options_.task);
+      return 2;
+    } catch (const std::exception& e) {
+      if (chain_) chain_->abort();
+      std::string where = chain_ ? chain_->label() : "task " + std::to_string(options_.task);
+      log_.debug("{} failed: {}", where, e.what());
+      send(transport::ControlMessage{"FAILED", {}}
+               .set("task", std::to_string(options_.task))
+               .set("chain", where)
+               .set("message", e.what()));
+      return 1;
+    }
+  }
+
+private:
+  void setup() {
+    std::ifstream in(options_.job_dir / "pipeline.toml");
+    std::stringstream text;
+    text << in.rdbuf();
+    registry_ = std::make_unique<operators::Registry>();
+    operators::register_builtin_types(*registry_);
+    job_ = std::make_unique<LoadedJob>(
+        load_job_text(text.str(), (options_.job_dir / "pipeline.toml").string(), options_.base_dir, {}, *registry_));
+    settings_ = settings_of(job_->spec);
+    if (options_.task < 0 || static_cast<std::size_t>(options_.task) >= job_->plan.tasks.size())
+      throw Error(ErrorKind::Internal, "no task " + std::to_string(options_.task) + " in the plan");
+    task_ = job_->plan.tasks[static_cast<std::size_t>(options_.task)];
+
+    auto warn = [this](const std::string& message) { log_.warn("{}", message); };
+    chain_ = std::make_unique<TaskChain>(job_->spec, job_->plan, task_, *registry_, names_, warn);
+
+    std::string endpoint;
+    if (!job_->plan.edges_into(task_.chain).empty()) {
+      std::string bind = options_.transport == "tcp"
+                             ? std::string("tcp://127.0.0.1:*")
+                             : "ipc://" + (options_.socket_dir / ("task-" + std::to_string(task_.id) + ".sock")).string();
+      gate_ = std::make_unique<transport::InputGate>(context_, bind);
+      endpoint = gate_->endpoint();
+    }
+    send(transport::ControlMessage{"READY", {}}
+             .set("task", std::to_string(options_.task))
+             .set("endpoint", endpoint));
+
+    // Wait for the coordinator to say where every task's input gate is.
+    std::map<int, std::string> endpoints;
+    for (;;) {
+      auto message = receive_control(60s);
+      if (!message) throw Error(ErrorKind::Internal, "the coordinator did not start the job in time");
+      if (message->type == "START") {
+        for (const auto& [key, value] : message->fields)
+          if (key.rfind("endpoint.", 0) == 0) endpoints[std::stoi(key.substr(9))] = value;
+        break;
+      }
+      handle_control(*message);
+    }
+    router_ = std::make_unique<OutputRouter>(context_, job_->plan, task_, endpoints, names_,
+                                             settings_.batch_size, settings_.buffer_timeout,
+                                             [this](zmq::socket_t& s) { wait_writable(s); });
+    last_heartbeat_ = Clock::now();
+  }
+
+  void run_source_loop() {
+    operators::Source& source = *chain_->source();
+    auto emit = [this](const state::Batch& b) { router_->emit(b); };
+    state::Batch batch;
+    for (;;) {
+      drain_control();
+      if (stop_requested_) break;
+      batch.clear();
+      auto status = source.poll(batch, settings_.batch_size);
+      if (!batch.empty()) chain_->push(batch, emit);
+      if (status == operators::SourceStatus::End) break;
+      auto now = Clock::now();
+      router_->flush_due(now);
+      heartbeat(now);
+      if (status == operators::SourceStatus::Idle) wait_for_input(source.readiness_fd(), now);
+    }
+  }
+
+  void run_input_loop() {
+    auto emit = [this](const state::Batch& b) { router_->emit(b); };
+    const int expected = job_->plan.input_channel_count(task_.chain, task_.subtask);
+    int ended = 0;
+    zmq::message_t message;
+    while (ended < expected) {
+      auto now = Clock::now();
+      auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(until_next_timer(now));
+      zmq::pollitem_t items[] = {{gate_->socket().handle(), 0, ZMQ_POLLIN, 0},
+                                 {control_.handle(), 0, ZMQ_POLLIN, 0}};
+      zmq::poll(items, 2, timeout);
+      if (items[1].revents & ZMQ_POLLIN) drain_control();
+      for (int k = 0; k < 64 && ended < expected && gate_->try_receive(message); ++k) {
+        auto header = transport::read_frame_header(
+            std::string_view(static_cast<const char*>(message.data()), message.size()));
+        if (!header) throw Error(ErrorKind::Internal, "received a malformed data frame");
+        if (header->kind == transport::FrameKind::EndOfInput) {
+          ++ended;
+          continue;
+        }
+        if (header->kind != transport::FrameKind::Data) continue;
+        auto owned = std::make_shared<zmq::message_t>(std::move(message));
+        std::string_view payload(static_cast<const char*>(owned->data()) + transport::kFrameHeaderSize,
+                                 owned->size() - transport::kFrameHeaderSize);
+        auto batch = state::decode_batch(payload, owned, names_);
+        if (!batch) throw Error(ErrorKind::Internal, "received a corrupt batch: " + batch.error());
+        chain_->push(*batch, emit);
+      }
+      now = Clock::now();
+      router_->flush_due(now);
+      heartbeat(now);
+    }
+  }
+
+  Clock::duration until_next_timer(Clock::time_point now) const {
+    Clock::time_point next = last_heartbeat_ + kHeartbeatEvery;
+    if (auto due = router_->next_deadline(); due && *due < next) next = *due;
+    return next > now ? next - now : Clock::duration::zero();
+  }
+
+  // The source has nothing now: sleep until it may, a control message arrives, or a timer.
+  void wait_for_input(int fd, Clock::time_point now) {
+    auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(until_next_timer(now));
+    if (fd < 0) timeout = std::min(timeout, std::chrono::milliseconds(1));
+    zmq::pollitem_t items[] = {{control_.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, fd, ZMQ_POLLIN, 0}};
+    zmq::poll(items, fd >= 0 ? 2 : 1, timeout);
+  }
+
+  void wait_writable(zmq::socket_t& socket) {
+    auto start = Clock::now();
+    zmq::pollitem_t items[] = {{socket.handle(), 0, ZMQ_POLLOUT, 0}, {control_.handle(), 0, ZMQ_POLLIN, 0}};
+    zmq::poll(items, 2, std::chrono::milliseconds(100));
+    if (items[1].revents & ZMQ_POLLIN) drain_control();
+    auto now = Clock::now();
+    backpressured_ += now - start;
+    heartbeat(now);
+  }
+
+  void heartbeat(Clock::time_point now) {
+    if (now - last_heartbeat_ < kHeartbeatEvery) return;
+    last_heartbeat_ = now;
+    send(transport::ControlMessage{"HEARTBEAT", {}}
+             .set("task", std::to_string(options_.task))
+             .set("metrics", encode_metrics(chain_->metrics()))
+             .set("backpressured_ms",
+                  std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(backpressured_).count())));
+  }
+
+  void drain_control() {
+    zmq::message_t message;
+    while (control_.recv(message, zmq::recv_flags::dontwait)) {
+      auto decoded = transport::decode_control(message.to_string_view());
+      if (decoded) handle_control(*decoded);
+    }
+  }
+
+  std::optional<transport::ControlMessage> receive_control(std::chrono::milliseconds timeout) {
+    zmq::pollitem_t items[] = {{control_.handle(), 0, ZMQ_POLLIN, 0}};
+    if (zmq::poll(items, 1, timeout) == 0) return std::nullopt;
+    zmq::message_t message;
+    if (!control_.recv(message, zmq::recv_flags::dontwait)) return std::nullopt;
+    return transport::decode_control(message.to_string_view());
+  }
+
+  void handle_control(const transport::ControlMessage& message) {
+    if (message.type == "CANCEL") throw Cancelled{};
+    if (message.type == "STOP") stop_requested_ = true;
+  }
+
+  void send(const transport::ControlMessage& message) {
+    std::string text = transport::encode_control(message);
+    control_.send(zmq::buffer(text), zmq::send_flags::dontwait);
+  }
+
+  const WorkerOptions& options_;
+  spdlog::logger& log_;
+  zmq::context_t context_;
+  zmq::socket_t control_;
+  std::unique_ptr<operators::Registry> registry_;
+  std::unique_ptr<LoadedJob> job_;
+  RuntimeSettings settings_;
+  pipeline::Task task_;
+  state::FieldNames names_;
+  std::unique_ptr<TaskChain> chain_;
+  std::unique_ptr<transport::InputGate> gate_;
+  std::unique_ptr<OutputRouter> router_;
+  bool stop_requested_ = false;
+  Clock::time_point last_heartbeat_{};
+  Clock::duration backpressured_{};
+};
+
+} // namespace
+
+int run_worker(const WorkerOptions& options, spdlog::logger& log) {
+  Worker worker(options, log);
+  return worker.run();
+}
+
+} // namespace streamctl::runtime

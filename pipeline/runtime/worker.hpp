@@ -1,0 +1,25 @@
+#pragma once
+// The worker process (`streamctl worker`, hidden): runs one task of a job, told by the
+// coordinator where its peers are, until its input ends, it is stopped or cancelled, or it
+// fails.
+
+#include <filesystem>
+#include <string>
+
+#include <spdlog/logger.h>
+
+namespace streamctl::runtime {
+
+struct WorkerOptions {
+  std::filesystem::path job_dir;  // holds pipeline.toml
+  std::filesystem::path base_dir; // the pipeline file's directory
+  std::filesystem::path socket_dir; // where ipc:// endpoints live
+  int task = 0;
+  std::string coordinator;        // the coordinator's control endpoint
+  std::string transport = "ipc";  // "ipc" or "tcp" for data channels
+};
+
+// Returns the process exit code: 0 finished, 1 failed (FAILED sent), 2 cancelled.
+int run_worker(const WorkerOptions& options, spdlog::logger& log);
+
+} // namespace streamctl::runtime

@@ -1,0 +1,236 @@
+#include "pipeline/spec/config_loader.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <system_error>
+#include <tuple>
+
+#include "pipeline/spec/schema_check.hpp"
+#include "pipeline/spec/source_text.hpp"
+
+namespace streamctl::pipeline {
+
+namespace {
+
+SourcePos pos_of(const toml::source_region& r, const std::string& fallback_file) {
+  return SourcePos{r.path ? *r.path : fallback_file, r.begin.line, r.begin.column};
+}
+
+// `s` as a TOML basic string, quotes included.
+std::string toml_quoted(std::string_view s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    auto u = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (u < 0x20 || u == 0x7f) {
+      static const char hex[] = "0123456789abcdef";
+      out += "\\u00";
+      out += hex[u >> 4];
+      out += hex[u & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+// The segments of `chain` when it is a dotted key alone (a.b.c = 0), else empty.
+std::vector<std::string> dotted_segments(const toml::table& chain) {
+  std::vector<std::string> segments;
+  const toml::table* t = &chain;
+  while (t) {
+    if (t->size() != 1) return {};
+    const toml::table* next = nullptr;
+    for (const auto& [key, value] : *t) { // exactly one entry
+      segments.emplace_back(key.str());
+      if (value.is_integer()) return segments;
+      next = value.as_table();
+    }
+    t = next;
+  }
+  return {};
+}
+
+// True when `doc` holds exactly the path `segments` and a value at its end.
+bool is_single_assignment(const toml::table& doc, const std::vector<std::string>& segments) {
+  const toml::table* t = &doc;
+  for (std::size_t d = 0; d < segments.size(); ++d) {
+    if (!t || t->size() != 1 || !t->contains(segments[d])) return false;
+    if (d + 1 < segments.size()) t = t->get(segments[d])->as_table();
+  }
+  return true;
+}
+
+// Parses override `index` onto its own line of the virtual document "<--set>", so that
+// positions of its nodes read "<--set>:N:COL" with COL counted in the override's text.
+std::optional<toml::table> parse_override_line(std::size_t index, const std::string& line) {
+  try {
+    return toml::parse(std::string(index, '\n') + line, std::string_view(overrides_file));
+  } catch (const toml::parse_error&) {
+    return std::nullopt;
+  }
+}
+
+void apply_override(toml::table& root, std::size_t index, const std::string& o, Diagnostics& out) {
+  SourcePos where{overrides_file, static_cast<std::uint32_t>(index + 1), 1};
+  auto eq = o.find('=');
+  if (eq == std::string::npos) {
+    out.add(where, "bad override '" + o + "': use KEY=VALUE, like sources.in.path=other.jsonl");
+    return;
+  }
+  std::string key = o.substr(0, eq), value = o.substr(eq + 1);
+  std::vector<std::string> segments;
+  if (key.find_first_of("\r\n") == std::string::npos)
+    if (auto probe = parse_override_line(index, key + "=0")) segments = dotted_segments(*probe);
+  if (segments.empty()) {
+    out.add(where,
+            "bad override '" + o + "': '" + key + "' is not a dotted key like sources.in.path");
+    return;
+  }
+
+  std::optional<toml::table> doc;
+  if (value.find_first_of("\r\n") == std::string::npos) {
+    doc = parse_override_line(index, o);
+    if (doc && !is_single_assignment(*doc, segments)) doc.reset();
+  }
+  if (!doc) doc = parse_override_line(index, key + "=" + toml_quoted(value)); // a plain string
+  if (!doc) {
+    out.add(where, "bad override '" + o + "'");
+    return;
+  }
+
+  // Walk down, creating what is missing; the moved nodes keep their "<--set>" positions.
+  toml::table* dst = &root;
+  toml::table* src = &*doc;
+  for (std::size_t d = 0; d < segments.size(); ++d) {
+    auto it = src->find(segments[d]);
+    toml::key k = it->first;
+    toml::node* existing = dst->get(segments[d]);
+    if (d + 1 == segments.size() || !existing) {
+      dst->insert_or_assign(std::move(k), std::move(it->second));
+      return;
+    }
+    if (!existing->is_table()) {
+      std::string prefix;
+      for (std::size_t p = 0; p <= d; ++p) prefix += (p ? "." : "") + segments[p];
+      out.add(where, "bad override '" + o + "': '" + prefix + "' is " +
+                         detail::with_article(detail::toml_type_name(*existing)) + ", not a table");
+      return;
+    }
+    dst = existing->as_table();
+    src = it->second.as_table();
+  }
+}
+
+// The file, then the overrides; nullopt (and one diagnostic) on a TOML syntax error.
+std::optional<toml::table> parse_document(std::string_view text, const std::string& display_name,
+                                          const std::vector<std::string>& overrides,
+                                          Diagnostics& out) {
+  toml::table root;
+  try {
+    root = toml::parse(text, std::string_view(display_name));
+  } catch (const toml::parse_error& e) {
+    out.add(pos_of(e.source(), display_name), std::string(e.description()));
+    return std::nullopt;
+  }
+  for (std::size_t k = 0; k < overrides.size(); ++k) apply_override(root, k, overrides[k], out);
+  return root;
+}
+
+// File order, then overrides in order; stable for problems at the same place.
+Diagnostics sorted(const Diagnostics& in, const std::string& display_name) {
+  std::vector<Diagnostic> items = in.items();
+  std::stable_sort(items.begin(), items.end(), [&](const Diagnostic& a, const Diagnostic& b) {
+    return std::make_tuple(a.where.file != display_name, a.where.file, a.where.line,
+                           a.where.column) < std::make_tuple(b.where.file != display_name,
+                                                             b.where.file, b.where.line,
+                                                             b.where.column);
+  });
+  Diagnostics out;
+  for (auto& d : items) out.add(std::move(d.where), std::move(d.message));
+  return out;
+}
+
+const char* group_key(NodeRole role) {
+  switch (role) {
+  case NodeRole::Source: return "sources";
+  case NodeRole::Operator: return "operators";
+  case NodeRole::Sink: return "sinks";
+  }
+  return "";
+}
+
+} // namespace
+
+LoadResult load_pipeline_text(std::string_view text, const std::string& display_name,
+                              const std::filesystem::path& base_dir,
+                              const std::vector<std::string>& overrides,
+                              const SchemaCatalog& catalog) {
+  LoadResult result;
+  Diagnostics found;
+  auto doc = parse_document(text, display_name, overrides, found);
+  if (!doc) {
+    result.diagnostics = std::move(found);
+    return result;
+  }
+
+  std::string override_lines;
+  for (const auto& o : overrides) {
+    std::string line = o;
+    std::replace(line.begin(), line.end(), '\n', ' ');
+    override_lines += line + "\n";
+  }
+  SourceTexts texts;
+  texts.add(display_name, text);
+  texts.add(overrides_file, override_lines);
+  std::error_code ec;
+  std::filesystem::path base = std::filesystem::absolute(base_dir, ec);
+  ValidationContext ctx{display_name, display_name, (ec ? base_dir : base).lexically_normal(),
+                        &catalog, &texts};
+  auto spec = validate_pipeline(*doc, ctx, found);
+
+  if (spec && found.empty()) {
+    // Copies of toml++ nodes drop their source positions: take each node's table from a
+    // second, identical parse, and the document itself as the root.
+    Diagnostics again;
+    auto second = parse_document(text, display_name, overrides, again);
+    for (auto& node : spec->nodes) {
+      // Present: the second parse is of the same text and overrides as the first.
+      auto group = second->get_as<toml::table>(group_key(node.role));
+      auto table = group ? group->get_as<toml::table>(node.name) : nullptr;
+      if (table) node.config = std::move(*table);
+    }
+    spec->root = std::move(*doc);
+    result.spec = std::move(spec);
+  }
+  result.diagnostics = sorted(found, display_name);
+  return result;
+}
+
+LoadResult load_pipeline(const std::filesystem::path& file,
+                         const std::vector<std::string>& overrides, const SchemaCatalog& catalog) {
+  std::string name = file.string();
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) {
+    LoadResult r;
+    r.diagnostics.add(SourcePos{name, 0, 0}, "cannot read the pipeline file: it is a directory");
+    return r;
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    LoadResult r;
+    r.diagnostics.add(SourcePos{name, 0, 0},
+                      std::string("cannot read the pipeline file: ") + std::strerror(errno));
+    return r;
+  }
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::path dir = std::filesystem::absolute(file, ec).parent_path();
+  return load_pipeline_text(text, name, dir, overrides, catalog);
+}
+
+} // namespace streamctl::pipeline

@@ -1,0 +1,49 @@
+#pragma once
+// Loading a pipeline file (SPEC §3) into a validated PipelineSpec: parse the TOML, apply the
+// `--set` overrides, check everything (validation.hpp), and build the spec. Problems come
+// back as diagnostics, all of them, never as exceptions.
+//
+//   pipeline.toml:12:1: unknown key 'wher' in operator 'ok'; did you mean 'where'?
+//   pipeline.toml:3:15: 'parallelism' must be an integer, got string
+//   <--set>:1:13: 'parallelism' must be at least 1, got 0     (line N is the Nth --set)
+//
+// Overrides are "dotted.path=VALUE". The path is a TOML dotted key (quoted segments allowed)
+// and creates the tables it goes through; VALUE is a TOML value (4, "x", true, ["a"], {a=1})
+// or, when it does not parse as one, a plain string (`path=other.jsonl`). An override replaces
+// the value at its path; it cannot go into an array.
+//
+// The spec's `root` and each node's `config` keep toml++ source positions (file and line, or
+// "<--set>" and the override's number), so that later checks can point at the text.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pipeline/spec/diagnostics.hpp"
+#include "pipeline/spec/pipeline_spec.hpp"
+#include "pipeline/spec/validation.hpp" // SchemaCatalog
+
+namespace streamctl::pipeline {
+
+struct LoadResult {
+  std::optional<PipelineSpec> spec; // set only when diagnostics is empty
+  Diagnostics diagnostics;          // in file order, then those of overrides
+};
+
+// Reads `file` (diagnostics name it as given), applies `overrides`, validates and builds.
+LoadResult load_pipeline(const std::filesystem::path& file,
+                         const std::vector<std::string>& overrides, const SchemaCatalog& catalog);
+
+// The same from text (for tests and `streamctl test`); `display_name` is the file in
+// diagnostics and in PipelineSpec::file; relative paths resolve against `base_dir`.
+LoadResult load_pipeline_text(std::string_view text, const std::string& display_name,
+                              const std::filesystem::path& base_dir,
+                              const std::vector<std::string>& overrides,
+                              const SchemaCatalog& catalog);
+
+// The file name diagnostics of overrides carry.
+inline constexpr const char* overrides_file = "<--set>";
+
+} // namespace streamctl::pipeline

@@ -1,0 +1,438 @@
+// Evaluation of compiled expressions (the tree built by expression_parser.cpp).
+//
+// Per-record rules (SPEC §5), decided here:
+//   - Arithmetic: int op int is an int (overflow is a per-record error, never a wrap);
+//     any float makes a float (IEEE: x / 0.0 is inf); `+` also joins two strings;
+//     int `/` and `%` by zero are per-record errors; `%` of floats is fmod.
+//     A null operand makes the result null.
+//   - Comparisons: false when either side is null, `==` and `!=` included. Numbers compare
+//     exactly across int and float; strings byte-wise; bools, arrays and maps only with
+//     `==`/`!=`. Any other mix (a string with an int) is a per-record error.
+//   - Logic: `&&`, `||` short-circuit; null counts as false, so `!null` is true; any other
+//     non-bool is a per-record error. `if(c, a, b)` evaluates only the branch taken.
+//   - `??` yields its first non-null operand, evaluating no further.
+//   - x[i]: arrays take an int (negative counts from the end), maps a string key; out of
+//     range, a missing key or a null base give null.
+// Evaluation never allocates on the heap for these; function results go into ctx.arena.
+
+#include "pipeline/spec/expression.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+
+#include "pipeline/spec/expression_functions.hpp"
+#include "pipeline/spec/expression_parser.hpp"
+
+namespace streamctl::pipeline {
+
+using state::Kind;
+using state::Value;
+
+namespace expr {
+namespace {
+
+std::string quoted(const Node &n) {
+  if (n.text.size() > 120) return "'" + n.text.substr(0, 117) + "...'";
+  return "'" + n.text + "'";
+}
+
+// "<operand>: expected a number, got string in '<where>'"
+bool type_error(Env &env, const Node &operand, const std::string &fallback, KindMask expected,
+                const Value &got, const Node &where) {
+  return fail(env, describe_operand(operand, fallback) + ": expected " + describe_mask(expected) +
+                       ", got " + state::kind_name(got.kind) + " in " + quoted(where));
+}
+
+std::string operand_name(const Node &n, std::size_t k) {
+  const char *sides[] = {"left operand of '", "right operand of '"};
+  const char *sym = "?";
+  switch (n.op) {
+  case Op::Add: sym = "+"; break;
+  case Op::Sub: sym = "-"; break;
+  case Op::Mul: sym = "*"; break;
+  case Op::Div: sym = "/"; break;
+  case Op::Mod: sym = "%"; break;
+  case Op::Neg: return "operand of '-'";
+  case Op::Not: return "operand of '!'";
+  case Op::And: return "operand " + std::to_string(k + 1) + " of '&&'";
+  case Op::Or: return "operand " + std::to_string(k + 1) + " of '||'";
+  case Op::If: return "condition of if()";
+  case Op::Index: return k == 0 ? "indexed value" : "index";
+  default: break;
+  }
+  return std::string(sides[k > 0 ? 1 : 0]) + sym + "'";
+}
+
+const Value *lookup(const Node &n, const state::Record &r) {
+  const state::FieldId id = n.path[0];
+  const Value *v = nullptr;
+  if (n.hint < r.size && r.fields[n.hint].name == id) {
+    v = &r.fields[n.hint].value;
+  } else {
+    for (std::uint32_t k = 0; k < r.size; ++k)
+      if (r.fields[k].name == id) {
+        n.hint = k;
+        v = &r.fields[k].value;
+        break;
+      }
+  }
+  for (std::size_t s = 1; v != nullptr && s < n.path.size(); ++s) {
+    if (v->kind != Kind::Map) return nullptr; // a path through a non-map does not exist
+    const Value *inner = nullptr;
+    for (std::uint32_t k = 0; k < v->size; ++k)
+      if (v->map[k].name == n.path[s]) {
+        inner = &v->map[k].value;
+        break;
+      }
+    v = inner;
+  }
+  return v;
+}
+
+// Evaluates `operand` in a logical context: null is false, a non-bool is an error.
+bool truth(const Node &operand, const Node &parent, std::size_t k, Env &env, bool &out) {
+  Value v;
+  if (!eval(operand, env, v)) return false;
+  if (v.kind == Kind::Bool) {
+    out = v.b;
+    return true;
+  }
+  if (v.kind == Kind::Null) {
+    out = false;
+    return true;
+  }
+  return type_error(env, operand, operand_name(parent, k), bool_mask, v, parent);
+}
+
+bool int_arithmetic(const Node &n, std::int64_t a, std::int64_t b, Env &env, Value &out) {
+  std::int64_t r = 0;
+  bool overflow = false;
+  switch (n.op) {
+  case Op::Add: overflow = __builtin_add_overflow(a, b, &r); break;
+  case Op::Sub: overflow = __builtin_sub_overflow(a, b, &r); break;
+  case Op::Mul: overflow = __builtin_mul_overflow(a, b, &r); break;
+  case Op::Div:
+    if (b == 0) return fail(env, "division by zero in " + quoted(n));
+    if (a == std::numeric_limits<std::int64_t>::min() && b == -1)
+      overflow = true;
+    else
+      r = a / b;
+    break;
+  case Op::Mod:
+    if (b == 0) return fail(env, "modulo by zero in " + quoted(n));
+    r = b == -1 ? 0 : a % b;
+    break;
+  default: break;
+  }
+  if (overflow) return fail(env, "integer overflow in " + quoted(n));
+  out = Value::integer(r);
+  return true;
+}
+
+bool arithmetic(const Node &n, Env &env, Value &out) {
+  Value a, b;
+  if (!eval(*n.args[0], env, a) || !eval(*n.args[1], env, b)) return false;
+  const Node &left = *n.args[0];
+  const Node &right = *n.args[1];
+  if (n.op == Op::Add) {
+    if (a.kind == Kind::String && b.kind == Kind::String) {
+      std::size_t size = std::size_t{a.size} + b.size;
+      if (size > std::numeric_limits<std::uint32_t>::max())
+        return fail(env, "string result longer than 4 GiB in " + quoted(n));
+      char *p = allocate(env, size);
+      if (p == nullptr) return false;
+      if (a.size > 0) std::memcpy(p, a.s, a.size);
+      if (b.size > 0) std::memcpy(p + a.size, b.s, b.size);
+      out = Value::string(std::string_view(p, size));
+      return true;
+    }
+    if (a.is_null() || b.is_null()) {
+      out = Value::null();
+      return true;
+    }
+    if (a.kind == Kind::String)
+      return type_error(env, right, operand_name(n, 1), string_mask, b, n);
+    if (!a.is_number())
+      return type_error(env, left, operand_name(n, 0), number_mask | string_mask, a, n);
+    if (!b.is_number()) return type_error(env, right, operand_name(n, 1), number_mask, b, n);
+  } else {
+    if (!a.is_number() && !a.is_null())
+      return type_error(env, left, operand_name(n, 0), number_mask, a, n);
+    if (!b.is_number() && !b.is_null())
+      return type_error(env, right, operand_name(n, 1), number_mask, b, n);
+    if (a.is_null() || b.is_null()) {
+      out = Value::null();
+      return true;
+    }
+  }
+  if (a.kind == Kind::Int && b.kind == Kind::Int) return int_arithmetic(n, a.i, b.i, env, out);
+  double x = a.as_double();
+  double y = b.as_double();
+  double r = 0;
+  switch (n.op) {
+  case Op::Add: r = x + y; break;
+  case Op::Sub: r = x - y; break;
+  case Op::Mul: r = x * y; break;
+  case Op::Div: r = x / y; break;
+  case Op::Mod: r = std::fmod(x, y); break;
+  default: break;
+  }
+  out = Value::floating(r);
+  return true;
+}
+
+const char *comparison_symbol(Op op) {
+  switch (op) {
+  case Op::Eq: return "==";
+  case Op::Ne: return "!=";
+  case Op::Lt: return "<";
+  case Op::Le: return "<=";
+  case Op::Gt: return ">";
+  default: return ">=";
+  }
+}
+
+bool compare(const Node &n, Env &env, Value &out) {
+  Value a, b;
+  if (!eval(*n.args[0], env, a) || !eval(*n.args[1], env, b)) return false;
+  if (a.is_null() || b.is_null()) {
+    out = Value::boolean(false);
+    return true;
+  }
+  bool equality = n.op == Op::Eq || n.op == Op::Ne;
+  int c; // -1, 0, 1, or 2 for unordered (NaN)
+  if (a.is_number() && b.is_number()) {
+    c = compare_numbers(a, b);
+  } else if (a.kind != b.kind) {
+    return fail(env, std::string("cannot compare ") + state::kind_name(a.kind) + " with " +
+                         state::kind_name(b.kind) + " in " + quoted(n));
+  } else if (a.kind == Kind::String) {
+    int s = a.str().compare(b.str());
+    c = s < 0 ? -1 : (s > 0 ? 1 : 0);
+  } else if (equality) {
+    c = equal_values(a, b) ? 0 : 2;
+  } else {
+    return fail(env, std::string("cannot order ") + state::kind_name(a.kind) + " values with '" +
+                         comparison_symbol(n.op) + "' in " + quoted(n));
+  }
+  bool r = false;
+  switch (n.op) {
+  case Op::Eq: r = c == 0; break;
+  case Op::Ne: r = c != 0; break;
+  case Op::Lt: r = c == -1; break;
+  case Op::Le: r = c == -1 || c == 0; break;
+  case Op::Gt: r = c == 1; break;
+  default: r = c == 1 || c == 0; break;
+  }
+  out = Value::boolean(r);
+  return true;
+}
+
+bool index(const Node &n, Env &env, Value &out) {
+  Value base, key;
+  if (!eval(*n.args[0], env, base) || !eval(*n.args[1], env, key)) return false;
+  out = Value::null();
+  if (base.is_null() || key.is_null()) return true;
+  if (base.kind == Kind::Array) {
+    if (key.kind != Kind::Int) return type_error(env, *n.args[1], "index", int_mask, key, n);
+    std::int64_t k = key.i < 0 ? key.i + static_cast<std::int64_t>(base.size) : key.i;
+    if (k >= 0 && k < static_cast<std::int64_t>(base.size)) out = base.array[k];
+    return true;
+  }
+  if (base.kind == Kind::Map) {
+    if (key.kind != Kind::String) return type_error(env, *n.args[1], "index", string_mask, key, n);
+    if (env.names == nullptr) return true;
+    auto id = env.names->find(key.str());
+    if (!id) return true;
+    for (std::uint32_t k = 0; k < base.size; ++k)
+      if (base.map[k].name == *id) {
+        out = base.map[k].value;
+        break;
+      }
+    return true;
+  }
+  return type_error(env, *n.args[0], "indexed value", array_mask | map_mask, base, n);
+}
+
+constexpr std::uint32_t max_inline_args = 8;
+
+bool call(const Node &n, Env &env, Value &out) {
+  const FunctionInfo &fn = *n.fn;
+  auto count = static_cast<std::uint32_t>(n.args.size());
+  Value inline_args[max_inline_args];
+  Value *args = inline_args;
+  if (count > max_inline_args) {
+    if (env.ctx.arena == nullptr) return allocate(env, 1) != nullptr; // reports the problem
+    args = env.ctx.arena->allocate_array<Value>(count);
+  }
+  for (std::uint32_t k = 0; k < count; ++k) {
+    const Node &arg = *n.args[k];
+    if (!eval(arg, env, args[k])) return false;
+    if (args[k].is_null()) {
+      if (fn.nulls_propagate) {
+        out = Value::null();
+        return true;
+      }
+      continue;
+    }
+    KindMask accepted = fn.param(k);
+    if (!(mask_of(args[k].kind) & accepted))
+      return type_error(env, arg,
+                        "argument " + std::to_string(k + 1) + " of " + std::string(fn.name) + "()",
+                        accepted, args[k], n);
+  }
+  return call_function(n, args, count, env, out);
+}
+
+Value copy_into(state::Arena &arena, const Value &v) {
+  if (v.kind == Kind::String) return Value::string(arena.copy(v.str()));
+  if (v.kind != Kind::Array) return v;
+  Value *elements = arena.allocate_array<Value>(v.size == 0 ? 1 : v.size);
+  for (std::uint32_t k = 0; k < v.size; ++k)
+    elements[k] = copy_into(arena, v.array[k]);
+  return Value::array_of(elements, v.size);
+}
+
+} // namespace
+
+bool eval(const Node &n, Env &env, Value &out) {
+  switch (n.op) {
+  case Op::Literal: out = n.literal; return true;
+  case Op::Field: {
+    const Value *v = lookup(n, env.record);
+    out = v != nullptr ? *v : Value::null();
+    return true;
+  }
+  case Op::Neg: {
+    Value v;
+    if (!eval(*n.args[0], env, v)) return false;
+    if (v.kind == Kind::Int) {
+      if (v.i == std::numeric_limits<std::int64_t>::min())
+        return fail(env, "integer overflow in " + quoted(n));
+      out = Value::integer(-v.i);
+    } else if (v.kind == Kind::Float) {
+      out = Value::floating(-v.f);
+    } else if (v.is_null()) {
+      out = Value::null();
+    } else {
+      return type_error(env, *n.args[0], operand_name(n, 0), number_mask, v, n);
+    }
+    return true;
+  }
+  case Op::Not: {
+    bool b;
+    if (!truth(*n.args[0], n, 0, env, b)) return false;
+    out = Value::boolean(!b);
+    return true;
+  }
+  case Op::Add:
+  case Op::Sub:
+  case Op::Mul:
+  case Op::Div:
+  case Op::Mod: return arithmetic(n, env, out);
+  case Op::Eq:
+  case Op::Ne:
+  case Op::Lt:
+  case Op::Le:
+  case Op::Gt:
+  case Op::Ge: return compare(n, env, out);
+  case Op::And:
+  case Op::Or: {
+    bool want = n.op == Op::Or; // the value that decides the result early
+    for (std::size_t k = 0; k < n.args.size(); ++k) {
+      bool b;
+      if (!truth(*n.args[k], n, k, env, b)) return false;
+      if (b == want) {
+        out = Value::boolean(want);
+        return true;
+      }
+    }
+    out = Value::boolean(!want);
+    return true;
+  }
+  case Op::Coalesce:
+    for (const auto &arg : n.args) {
+      if (!eval(*arg, env, out)) return false;
+      if (!out.is_null()) return true;
+    }
+    return true;
+  case Op::If: {
+    bool c;
+    if (!truth(*n.args[0], n, 0, env, c)) return false;
+    return eval(*n.args[c ? 1 : 2], env, out);
+  }
+  case Op::Index: return index(n, env, out);
+  case Op::Call: return call(n, env, out);
+  }
+  return fail(env, "internal: unknown expression node");
+}
+
+} // namespace expr
+
+bool ExpressionNode::borrows(const Value &v, int depth) const {
+  if (v.kind == Kind::Array && depth < 4) {
+    for (std::uint32_t k = 0; k < v.size; ++k)
+      if (borrows(v.array[k], depth + 1)) return true;
+    return false;
+  }
+  if (v.kind != Kind::String || v.size == 0) return false;
+  std::less<const char *> before;
+  for (const auto &s : strings)
+    if (!before(v.s, s.data()) && before(v.s, s.data() + s.size())) return true;
+  return false;
+}
+
+Expression::Expression() = default;
+Expression::Expression(Expression &&) noexcept = default;
+Expression &Expression::operator=(Expression &&) noexcept = default;
+Expression::~Expression() = default;
+
+Expression Expression::compile(std::string_view text, state::FieldNames &names) {
+  Expression e;
+  e.text_ = std::string(text);
+  e.root_ = std::make_unique<ExpressionNode>();
+  expr::parse(text, names, *e.root_);
+  e.fields_ = e.root_->fields;
+  return e;
+}
+
+bool Expression::eval(const state::Record &record, EvalContext &ctx, Value &out) const {
+  if (!root_ || !root_->root) {
+    ctx.error = "expression is empty (moved from)";
+    return false;
+  }
+  try {
+    expr::Env env{record, ctx, root_->names};
+    if (!expr::eval(*root_->root, env, out)) return false;
+    if (out.kind == Kind::String && out.size == 0) {
+      out = Value::string(std::string_view{""}); // static storage: no lifetime to track
+    } else if (!root_->strings.empty() && ctx.arena != nullptr && root_->borrows(out)) {
+      // A literal, or a piece of one: give the caller a copy that outlives this Expression.
+      out = expr::copy_into(*ctx.arena, out);
+    }
+    return true;
+  } catch (const std::exception &e) {
+    // Nothing above throws by design; this keeps a surprise (bad_alloc) a per-record error.
+    ctx.error = std::string("internal error evaluating '") + text_ + "': " + e.what();
+    return false;
+  }
+}
+
+bool Expression::eval_predicate(const state::Record &record, EvalContext &ctx, bool &out) const {
+  Value v;
+  if (!eval(record, ctx, v)) return false;
+  if (v.kind == Kind::Bool) {
+    out = v.b;
+    return true;
+  }
+  if (v.kind == Kind::Null) {
+    out = false;
+    return true;
+  }
+  ctx.error = std::string("where expression must be boolean, got ") + state::kind_name(v.kind);
+  return false;
+}
+
+} // namespace streamctl::pipeline

@@ -1,0 +1,94 @@
+#pragma once
+// Internal to the expression engine: the table of functions of SPEC §5 and their
+// implementations. The evaluator (expression.cpp) evaluates the arguments, applies the null
+// rule and checks each argument's kind against the table, so an implementation sees only
+// the kinds it declared.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "pipeline/spec/expression_parser.hpp"
+
+namespace streamctl::pipeline::expr {
+
+enum class Fn : std::uint8_t {
+  If, // lazy; evaluated by expression.cpp as Op::If
+  Len,
+  Lower,
+  Upper,
+  Trim,
+  Substr,
+  Contains,
+  StartsWith,
+  EndsWith,
+  Split,
+  Concat,
+  ToInt,
+  ToFloat,
+  ToString,
+  Abs,
+  Floor,
+  Ceil,
+  Round,
+  Min,
+  Max,
+  Hash,
+  Now,
+  ParseTime,
+  FormatTime,
+  RegexMatch,
+};
+
+constexpr std::uint8_t variadic = 255;
+
+struct FunctionInfo {
+  std::string_view name;
+  Fn fn;
+  std::uint8_t min_args;
+  std::uint8_t max_args; // variadic: no limit
+  KindMask params[3];    // kinds accepted by arguments 1..3 (null aside); a variadic
+                         // function's arguments all use params[0]
+  KindMask result;       // kinds of the result (null aside)
+  bool nulls_propagate;  // a null argument makes the result null (concat: no)
+  bool pure;             // may be folded at compile time (now(): no)
+
+  KindMask param(std::size_t k) const { return max_args == variadic ? params[0] : params[k]; }
+};
+
+const FunctionInfo *find_function(std::string_view name);
+// The known function nearest to `name` by edit distance, or "" when none is close.
+std::string closest_function(std::string_view name);
+
+// Called by the parser once a call's arguments are parsed: compiles a literal regex, checks a
+// literal time format. Throws ExpressionError.
+void prepare_call(Node &call);
+
+// Runs the function on evaluated arguments (none null if nulls_propagate; kinds as declared).
+bool call_function(const Node &call, const state::Value *args, std::uint32_t n, Env &env,
+                   state::Value &out);
+
+// Sets env.ctx.error and returns false, so that `return fail(env, ...)` reads naturally.
+bool fail(Env &env, std::string message);
+// `n` bytes in the caller's arena; nullptr with an error when the context has no arena.
+char *allocate(Env &env, std::size_t n);
+
+// Text of a value as to_string() renders it: strings as they are, arrays and maps as JSON.
+bool render(const state::Value &v, Env &env, state::Value &out);
+// Stable 64-bit hash of a value's canonical bytes (see the format in the .cpp).
+bool hash_value(const state::Value &v, const state::FieldNames *names, std::uint64_t &out);
+
+// RFC 3339 (`2024-01-02T03:04:05.123+02:00`) or, with a format, strftime-like directives.
+// Both return false with `error` set when the text does not match.
+bool parse_time(std::string_view text, std::string_view format, std::int64_t &ms,
+                std::string &error);
+// Checks a format for unknown directives; returns the offset of the bad one or -1.
+long check_time_format(std::string_view format, std::string &error);
+
+// Three-way comparison of numbers without losing precision for large ints (NaN: unordered,
+// returned as 2).
+int compare_numbers(const state::Value &a, const state::Value &b);
+// Deep equality of two values of the same kind family (ints equal floats of the same value).
+bool equal_values(const state::Value &a, const state::Value &b, int depth = 0);
+
+} // namespace streamctl::pipeline::expr

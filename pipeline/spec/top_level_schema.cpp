@@ -1,0 +1,189 @@
+#include "pipeline/spec/top_level_schema.hpp"
+
+#include <algorithm>
+#include <vector>
+
+namespace streamctl::pipeline::detail {
+
+namespace {
+
+KeySchema key(std::string name, KeyType type, std::vector<std::string> choices = {},
+              std::vector<KeySchema> children = {}) {
+  KeySchema k;
+  k.name = std::move(name);
+  k.type = type;
+  k.choices = std::move(choices);
+  k.children = std::move(children);
+  return k;
+}
+
+const std::vector<KeySchema>& checkpoint_keys() {
+  static const std::vector<KeySchema> keys = {
+      key("interval", KeyType::Duration),
+      key("dir", KeyType::String),
+      key("mode", KeyType::Enum, {"exactly-once", "at-least-once"}),
+      key("retain", KeyType::Int),
+      key("timeout", KeyType::Duration),
+  };
+  return keys;
+}
+
+const std::vector<KeySchema>& restart_keys() {
+  static const std::vector<KeySchema> keys = {
+      key("strategy", KeyType::Enum, {"none", "fixed", "exponential"}),
+      key("max_attempts", KeyType::Int),
+      key("delay", KeyType::Duration),
+  };
+  return keys;
+}
+
+// `hosts` is checked by hand: each entry is a string or a table.
+const std::vector<KeySchema>& cluster_keys() {
+  static const std::vector<KeySchema> keys = {
+      key("launcher", KeyType::Enum, {"ssh", "agent"}),
+      key("ssh_options", KeyType::StringArray),
+      key("agents", KeyType::StringArray),
+  };
+  return keys;
+}
+
+const std::vector<KeySchema>& host_keys() {
+  static const std::vector<KeySchema> keys = {key("host", KeyType::String),
+                                              key("slots", KeyType::Int)};
+  return keys;
+}
+
+// Every top-level key, in the order messages list them. `hosts`, `test`, `sources`,
+// `operators` and `sinks` are only type-checked here.
+const std::vector<KeySchema>& top_level_keys() {
+  static const std::vector<KeySchema> keys = {
+      key("name", KeyType::String),
+      key("parallelism", KeyType::Int),
+      key("max_parallelism", KeyType::Int),
+      key("buffer_timeout", KeyType::Duration),
+      key("batch_size", KeyType::Int),
+      key("checkpoint", KeyType::Table, {}, checkpoint_keys()),
+      key("restart", KeyType::Table, {}, restart_keys()),
+      key("cluster", KeyType::Table),
+      key("metrics", KeyType::Table, {}, {key("listen", KeyType::String)}),
+      key("sources", KeyType::Table),
+      key("operators", KeyType::Table),
+      key("sinks", KeyType::Table),
+  };
+  return keys;
+}
+
+// A non-negative integer below `min` is reported once its type was found right.
+void check_min(Checker& c, const toml::table& table, const std::string& key_name,
+               const std::string& path, std::int64_t min) {
+  if (auto v = table.get(key_name); v && v->is_integer()) c.int_at_least(*v, path, min);
+}
+
+void check_cluster(Checker& c, const toml::table& cluster) {
+  Owner owner = Owner{}.nested("cluster");
+  std::vector<std::string> also_known = {"hosts"};
+  c.check_table(cluster, cluster_keys(), also_known, owner, "cluster.");
+
+  if (auto hosts = cluster.get("hosts")) {
+    if (auto array = hosts->as_array()) {
+      for (std::size_t k = 0; k < array->size(); ++k) {
+        const toml::node& h = (*array)[k];
+        std::string path = "cluster.hosts[" + std::to_string(k) + "]";
+        if (auto s = h.as_string()) {
+          if (s->get().empty()) c.error(c.pos(h), "'" + path + "' must not be empty");
+        } else if (auto t = h.as_table()) {
+          Owner host_owner = owner.nested(path);
+          KeySchema required_host = host_keys()[0];
+          required_host.required = true;
+          c.check_table(*t, {required_host, host_keys()[1]}, {}, host_owner, path + ".");
+          check_min(c, *t, "slots", path + ".slots", 1);
+        } else {
+          c.type_error(h, path, "string or a table like { host = \"h\", slots = 4 }");
+        }
+      }
+    } else {
+      c.type_error(*hosts, "cluster.hosts", "array");
+    }
+  }
+
+  auto launcher = cluster.get("launcher");
+  if (launcher && launcher->value_or(std::string_view()) == "agent") {
+    auto agents = cluster.get("agents");
+    if (!agents || (agents->as_array() && agents->as_array()->empty()))
+      c.error(c.pos(*launcher), "[cluster] needs 'agents' when launcher = \"agent\"");
+  }
+}
+
+} // namespace
+
+bool is_valid_name(std::string_view name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-';
+  });
+}
+
+TopLevel check_top_level(Checker& c, const toml::table& root) {
+  TopLevel top;
+  Owner owner{"at the top level", "the pipeline", ""};
+
+  std::vector<std::string> known;
+  for (const auto& k : top_level_keys()) known.push_back(k.name);
+  known.push_back("test");
+  c.check_unknown_keys(root, known, owner);
+
+  for (const auto& k : top_level_keys()) {
+    if (auto v = root.get(k.name); v && k.name != "cluster") c.check_value(*v, k, k.name, owner);
+  }
+
+  if (auto v = root.get("name")) {
+    if (auto s = v->as_string(); s && !is_valid_name(s->get()))
+      c.error(c.pos(*v), "'name' must be " + std::string(name_rule) + ", got '" + s->get() + "'");
+    else if (s)
+      top.name = s->get();
+  } else {
+    SourcePos where = c.pos(root);
+    if (where.line == 0) where = SourcePos{c.default_file(), 1, 1};
+    c.error(where, "the pipeline needs 'name' (the job name: " + std::string(name_rule) + ")");
+  }
+
+  if (auto v = root.get("max_parallelism"); v && v->is_integer()) {
+    auto m = c.int_at_least(*v, "max_parallelism", 1);
+    if (m && *m > max_key_groups) {
+      c.error(c.pos(*v), "'max_parallelism' must be at most " + std::to_string(max_key_groups) +
+                             ", got " + std::to_string(*m));
+      m.reset();
+    }
+    if (m) top.max_parallelism = static_cast<int>(*m);
+    top.max_parallelism_valid = m.has_value();
+  } else if (v) {
+    top.max_parallelism_valid = false;
+  }
+
+  if (auto v = root.get("parallelism"); v && v->is_integer()) {
+    if (auto p = c.int_at_least(*v, "parallelism", 1)) {
+      if (top.max_parallelism_valid && *p > top.max_parallelism)
+        c.error(c.pos(*v), "'parallelism' (" + std::to_string(*p) + ") is above max_parallelism (" +
+                               std::to_string(top.max_parallelism) + ")");
+      else
+        top.parallelism = static_cast<int>(*p);
+    }
+  }
+  check_min(c, root, "batch_size", "batch_size", 1);
+
+  if (auto t = root.get_as<toml::table>("checkpoint"))
+    check_min(c, *t, "retain", "checkpoint.retain", 1);
+  if (auto t = root.get_as<toml::table>("restart"))
+    check_min(c, *t, "max_attempts", "restart.max_attempts", 0);
+  if (auto v = root.get("cluster")) {
+    if (auto t = v->as_table())
+      check_cluster(c, *t);
+    else
+      c.type_error(*v, "cluster", "table");
+  }
+  if (auto v = root.get("test");
+      v && !(v->is_array_of_tables() || (v->as_array() && v->as_array()->empty())))
+    c.type_error(*v, "test", "array of tables ([[test]])");
+  return top;
+}
+
+} // namespace streamctl::pipeline::detail

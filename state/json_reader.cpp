@@ -1,0 +1,549 @@
+#include "state/json_reader.hpp"
+
+#include <charconv>
+#include <cstring>
+#include <limits>
+#include <system_error>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace streamctl::state {
+
+namespace {
+
+constexpr FieldId no_field = std::numeric_limits<FieldId>::max();
+
+bool is_digit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+const char* skip_space(const char* p, const char* end) {
+  while (p < end && is_space(*p)) ++p;
+  return p;
+}
+
+// The first '"' or '\\' in [p, end), or end. Strings are scanned 16 bytes at a time; the loads
+// stay inside [p, end).
+const char* find_quote_or_backslash(const char* p, const char* end) {
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  while (end - p >= 16) {
+    __m128i chunk = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    int mask = _mm_movemask_epi8(
+        _mm_or_si128(_mm_cmpeq_epi8(chunk, quote), _mm_cmpeq_epi8(chunk, backslash)));
+    if (mask != 0) return p + __builtin_ctz(static_cast<unsigned>(mask));
+    p += 16;
+  }
+#endif
+  while (p < end && *p != '"' && *p != '\\') ++p;
+  return p;
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Four hex digits at p (the caller checked that they are in bounds), or -1.
+int read_hex4(const char* p) {
+  int v = 0;
+  for (int k = 0; k < 4; ++k) {
+    int d = hex_digit(p[k]);
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+char* put_utf8(char* out, std::uint32_t cp) {
+  if (cp < 0x80) {
+    *out++ = static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    *out++ = static_cast<char>(0xC0 | (cp >> 6));
+    *out++ = static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    *out++ = static_cast<char>(0xE0 | (cp >> 12));
+    *out++ = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    *out++ = static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    *out++ = static_cast<char>(0xF0 | (cp >> 18));
+    *out++ = static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    *out++ = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    *out++ = static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return out;
+}
+
+std::size_t key_slot(std::string_view key) {
+  std::size_t n = key.size();
+  std::uint32_t h = static_cast<std::uint32_t>(n);
+  if (n != 0) {
+    h = h * 31 + static_cast<unsigned char>(key[0]);
+    h = h * 31 + static_cast<unsigned char>(key[n / 2]);
+    h = h * 31 + static_cast<unsigned char>(key[n - 1]);
+  }
+  return (h ^ (h >> 8)) & 255;
+}
+
+std::string what_starts_at(char c) {
+  switch (c) {
+  case '[': return "an array";
+  case '"': return "a string";
+  case 't':
+  case 'f': return "a boolean";
+  case 'n': return "null";
+  default: return is_digit(c) || c == '-' ? "a number" : std::string("'") + c + "'";
+  }
+}
+
+} // namespace
+
+JsonReader::JsonReader() { key_cache_.fill(no_field); }
+
+bool JsonReader::error(const char* at, std::string_view what) {
+  error_.assign(what);
+  error_ += " at column ";
+  error_ += std::to_string(at - begin_ + 1);
+  return false;
+}
+
+bool JsonReader::unexpected(const char* at) {
+  if (at >= end_) return error(at, "unexpected end of input");
+  unsigned char c = static_cast<unsigned char>(*at);
+  if (c < 0x20 || c >= 0x7F) {
+    char hex[8];
+    auto r = std::to_chars(hex, hex + sizeof hex, static_cast<unsigned>(c), 16);
+    return error(at, "unexpected byte 0x" + std::string(hex, r.ptr));
+  }
+  return error(at, std::string("unexpected character '") + static_cast<char>(c) + "'");
+}
+
+bool JsonReader::start(std::string_view text, FieldNames& names, Batch& batch) {
+  begin_ = text.data();
+  end_ = text.data() + text.size();
+  p_ = skip_space(begin_, end_);
+  names_ = &names;
+  batch_ = &batch;
+  values_.clear();
+  fields_.clear();
+  // Value sizes are 32-bit; a longer line cannot be represented.
+  if (text.size() > std::numeric_limits<std::uint32_t>::max()) {
+    error_ = "line longer than 4 GiB";
+    return false;
+  }
+  return true;
+}
+
+Result<void> JsonReader::parse_record(std::string_view text, FieldNames& names, Batch& batch,
+                                      RecordBuilder& builder) {
+  if (!start(text, names, batch)) return fail(error_);
+  if (p_ == end_) return fail("expected a JSON object, got an empty line");
+  if (*p_ != '{') {
+    if (*p_ == '[' || *p_ == '"' || *p_ == 't' || *p_ == 'f' || *p_ == 'n' || *p_ == '-' ||
+        is_digit(*p_))
+      return fail("expected a JSON object, got " + what_starts_at(*p_));
+    unexpected(p_);
+    return fail("expected a JSON object: " + error_);
+  }
+  if (!object(builder.mutable_fields(), 1)) return fail(error_);
+  p_ = skip_space(p_, end_);
+  if (p_ != end_) {
+    error(p_, "trailing characters");
+    return fail(error_);
+  }
+  return {};
+}
+
+Result<Value> JsonReader::parse_value(std::string_view text, FieldNames& names, Batch& batch) {
+  if (!start(text, names, batch)) return fail(error_);
+  if (p_ == end_) return fail("expected a JSON value, got an empty line");
+  Value v;
+  if (!value(v, 0)) return fail(error_);
+  p_ = skip_space(p_, end_);
+  if (p_ != end_) {
+    error(p_, "trailing characters");
+    return fail(error_);
+  }
+  return v;
+}
+
+// Parses the value at p_ (not whitespace); leaves p_ just after it.
+bool JsonReader::value(Value& out, int depth) {
+  if (p_ >= end_) return unexpected(p_);
+  switch (*p_) {
+  case '"': return string_value(out);
+  case '{': {
+    if (depth >= max_depth) return error(p_, "nesting deeper than 128 levels");
+    std::size_t base = fields_.size();
+    if (!object(fields_, depth + 1)) return false;
+    auto n = static_cast<std::uint32_t>(fields_.size() - base);
+    Field* copy = nullptr;
+    if (n != 0) {
+      copy = batch_->arena().allocate_array<Field>(n);
+      std::memcpy(static_cast<void*>(copy), fields_.data() + base, n * sizeof(Field));
+    }
+    fields_.resize(base);
+    out = Value::map_of(copy, n);
+    return true;
+  }
+  case '[':
+    if (depth >= max_depth) return error(p_, "nesting deeper than 128 levels");
+    return array(out, depth + 1);
+  case 't': return literal("true", Value::boolean(true), out);
+  case 'f': return literal("false", Value::boolean(false), out);
+  case 'n': return literal("null", Value::null(), out);
+  default:
+    if (*p_ == '-' || is_digit(*p_)) return number(out);
+    return unexpected(p_);
+  }
+}
+
+bool JsonReader::literal(std::string_view word, Value v, Value& out) {
+  if (static_cast<std::size_t>(end_ - p_) < word.size() ||
+      std::memcmp(p_, word.data(), word.size()) != 0)
+    return unexpected(p_);
+  p_ += word.size();
+  out = v;
+  return true;
+}
+
+// p_ is at '{'. Appends the members to `out` (from its current size) and removes duplicates.
+bool JsonReader::object(std::vector<Field>& out, int depth) {
+  std::size_t base = out.size();
+  ++p_;
+  p_ = skip_space(p_, end_);
+  if (p_ < end_ && *p_ == '}') {
+    ++p_;
+    return true;
+  }
+  for (;;) {
+    if (p_ >= end_ || *p_ != '"') {
+      if (p_ >= end_) return unexpected(p_);
+      return error(p_, "expected a string key");
+    }
+    FieldId name;
+    if (!key(name)) return false;
+    if (p_ < end_ && *p_ == ':') {
+      ++p_;
+    } else {
+      p_ = skip_space(p_, end_);
+      if (p_ >= end_ || *p_ != ':') return error(p_, "expected ':'");
+      ++p_;
+    }
+    p_ = skip_space(p_, end_);
+    Value v;
+    if (!value(v, depth)) return false;
+    out.push_back(Field{name, v});
+    if (p_ < end_ && *p_ == ',') {
+      ++p_;
+    } else if (p_ < end_ && *p_ == '}') {
+      ++p_;
+      break;
+    } else {
+      p_ = skip_space(p_, end_);
+      if (p_ < end_ && *p_ == ',') {
+        ++p_;
+      } else if (p_ < end_ && *p_ == '}') {
+        ++p_;
+        break;
+      } else {
+        return error(p_, "expected ',' or '}'");
+      }
+    }
+    p_ = skip_space(p_, end_);
+  }
+  if (out.size() - base > 1) dedup(out, base);
+  return true;
+}
+
+// p_ is at '['.
+bool JsonReader::array(Value& out, int depth) {
+  std::size_t base = values_.size();
+  ++p_;
+  p_ = skip_space(p_, end_);
+  if (p_ < end_ && *p_ == ']') {
+    ++p_;
+    out = Value::array_of(nullptr, 0);
+    return true;
+  }
+  for (;;) {
+    Value v;
+    if (!value(v, depth)) return false;
+    values_.push_back(v);
+    p_ = skip_space(p_, end_);
+    if (p_ < end_ && *p_ == ',') {
+      ++p_;
+      p_ = skip_space(p_, end_);
+    } else if (p_ < end_ && *p_ == ']') {
+      ++p_;
+      break;
+    } else {
+      return error(p_, "expected ',' or ']'");
+    }
+  }
+  auto n = static_cast<std::uint32_t>(values_.size() - base);
+  Value* copy = batch_->arena().allocate_array<Value>(n);
+  std::memcpy(static_cast<void*>(copy), values_.data() + base, n * sizeof(Value));
+  values_.resize(base);
+  out = Value::array_of(copy, n);
+  return true;
+}
+
+// p_ is at the opening quote.
+bool JsonReader::string_value(Value& out) {
+  const char* open = p_;
+  const char* q = find_quote_or_backslash(open + 1, end_);
+  if (q >= end_) return error(open, "unterminated string");
+  if (*q == '"') {
+    out = Value::string(std::string_view(open + 1, static_cast<std::size_t>(q - open - 1)));
+    p_ = q + 1;
+    return true;
+  }
+  std::string_view decoded;
+  if (!decode_escaped(open, q, decoded, true)) return false;
+  out = Value::string(decoded);
+  return true;
+}
+
+bool JsonReader::key(FieldId& out) {
+  const char* open = p_;
+  const char* q = find_quote_or_backslash(open + 1, end_);
+  if (q >= end_) return error(open, "unterminated string");
+  if (*q == '"') {
+    out = intern(std::string_view(open + 1, static_cast<std::size_t>(q - open - 1)));
+    p_ = q + 1;
+    return true;
+  }
+  std::string_view decoded;
+  if (!decode_escaped(open, q, decoded, false)) return false;
+  out = intern(decoded);
+  return true;
+}
+
+// Decodes the string that opens at `open` and has its first backslash at `first_escape`, into
+// the arena or into key_buffer_. Leaves p_ after the closing quote.
+bool JsonReader::decode_escaped(const char* open, const char* first_escape, std::string_view& out,
+                                bool into_arena) {
+  // Find the closing quote first: the decoded text is never longer than the raw text, so the
+  // raw length bounds the space to reserve.
+  const char* close = first_escape;
+  for (;;) {
+    if (close >= end_) return error(open, "unterminated string");
+    if (*close == '"') break;
+    // A backslash: skip it and the character it escapes.
+    if (end_ - close <= 2) return error(open, "unterminated string");
+    close = find_quote_or_backslash(close + 2, end_);
+  }
+  auto raw = static_cast<std::size_t>(close - open - 1);
+  char* dst;
+  if (into_arena) {
+    dst = static_cast<char*>(batch_->arena().allocate(raw, 1));
+  } else {
+    key_buffer_.resize(raw);
+    dst = key_buffer_.data();
+  }
+  char* w = dst;
+  const char* s = open + 1;
+  while (s < close) {
+    const char* e = s;
+    while (e < close && *e != '\\') ++e;
+    std::memcpy(w, s, static_cast<std::size_t>(e - s));
+    w += e - s;
+    if (e >= close) break;
+    // e is at a backslash; close is past the escape character, so e + 1 < close.
+    char c = e[1];
+    switch (c) {
+    case '"': *w++ = '"'; break;
+    case '\\': *w++ = '\\'; break;
+    case '/': *w++ = '/'; break;
+    case 'b': *w++ = '\b'; break;
+    case 'f': *w++ = '\f'; break;
+    case 'n': *w++ = '\n'; break;
+    case 'r': *w++ = '\r'; break;
+    case 't': *w++ = '\t'; break;
+    case 'u': {
+      if (close - e < 6) return error(e, "invalid \\u escape");
+      int unit = read_hex4(e + 2);
+      if (unit < 0) return error(e, "invalid \\u escape");
+      auto cp = static_cast<std::uint32_t>(unit);
+      if (cp >= 0xD800 && cp <= 0xDBFF && close - e >= 12 && e[6] == '\\' && e[7] == 'u') {
+        int low = read_hex4(e + 8);
+        if (low >= 0xDC00 && low <= 0xDFFF) {
+          cp = 0x10000 + ((cp - 0xD800) << 10) + (static_cast<std::uint32_t>(low) - 0xDC00);
+          e += 6;
+        }
+      }
+      if (cp >= 0xD800 && cp <= 0xDFFF) cp = 0xFFFD; // a lone surrogate
+      w = put_utf8(w, cp);
+      s = e + 6;
+      continue;
+    }
+    default: return error(e, std::string("invalid escape '\\") + c + "'");
+    }
+    s = e + 2;
+  }
+  out = std::string_view(dst, static_cast<std::size_t>(w - dst));
+  p_ = close + 1;
+  return true;
+}
+
+FieldId JsonReader::intern(std::string_view key) {
+  FieldId& cached = key_cache_[key_slot(key)];
+  // The cache is only a hint: it is checked against this FieldNames, so a reader may serve
+  // several FieldNames (one per task) without mixing their ids.
+  if (cached < names_->size() && names_->name(cached) == key) return cached;
+  cached = names_->intern(key);
+  return cached;
+}
+
+// Removes duplicate keys among fields[base..]: the last value wins, at the first position.
+void JsonReader::dedup(std::vector<Field>& fields, std::size_t base) {
+  std::size_t n = fields.size() - base;
+  Field* f = fields.data() + base;
+  if (n <= 16) {
+    bool duplicate = false;
+    for (std::size_t k = 1; k < n && !duplicate; ++k)
+      for (std::size_t m = 0; m < k; ++m)
+        if (f[m].name == f[k].name) {
+          duplicate = true;
+          break;
+        }
+    if (!duplicate) return;
+    std::size_t kept = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      std::size_t m = 0;
+      while (m < kept && f[m].name != f[k].name) ++m;
+      if (m < kept)
+        f[m].value = f[k].value;
+      else
+        f[kept++] = f[k];
+    }
+    fields.resize(base + kept);
+    return;
+  }
+  // Big objects: a table by FieldId, stamped with a generation so that it needs no clearing.
+  if (++generation_ == 0) {
+    std::fill(seen_generation_.begin(), seen_generation_.end(), 0);
+    generation_ = 1;
+  }
+  if (seen_generation_.size() < names_->size()) {
+    seen_generation_.resize(names_->size(), 0);
+    seen_position_.resize(names_->size(), 0);
+  }
+  std::size_t kept = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    FieldId id = f[k].name;
+    if (seen_generation_[id] == generation_) {
+      f[seen_position_[id]].value = f[k].value;
+    } else {
+      seen_generation_[id] = generation_;
+      seen_position_[id] = static_cast<std::uint32_t>(kept);
+      f[kept++] = f[k];
+    }
+  }
+  fields.resize(base + kept);
+}
+
+// Numbers follow the JSON grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+bool JsonReader::number(Value& out) {
+  const char* start = p_;
+  const char* p = p_;
+  bool negative = false;
+  if (*p == '-') {
+    negative = true;
+    ++p;
+  }
+  if (p >= end_ || !is_digit(*p)) return error(start, "invalid number");
+  const char* digits = p;
+  std::uint64_t magnitude = 0;
+  if (*p == '0') {
+    ++p;
+    if (p < end_ && is_digit(*p)) return error(start, "invalid number (leading zero)");
+  } else {
+    // Wraps past 19 digits; such a literal takes the float path below.
+    while (p < end_ && is_digit(*p)) magnitude = magnitude * 10 + static_cast<unsigned>(*p++ - '0');
+  }
+  auto int_digits = static_cast<std::size_t>(p - digits);
+  bool is_float = false;
+  if (p < end_ && *p == '.') {
+    is_float = true;
+    ++p;
+    if (p >= end_ || !is_digit(*p)) return error(start, "invalid number");
+    while (p < end_ && is_digit(*p)) ++p;
+  }
+  if (p < end_ && (*p == 'e' || *p == 'E')) {
+    is_float = true;
+    ++p;
+    if (p < end_ && (*p == '+' || *p == '-')) ++p;
+    if (p >= end_ || !is_digit(*p)) return error(start, "invalid number");
+    while (p < end_ && is_digit(*p)) ++p;
+  }
+  if (!is_float && int_digits <= 19) {
+    constexpr auto max = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    if (!negative && magnitude <= max) {
+      out = Value::integer(static_cast<std::int64_t>(magnitude));
+      p_ = p;
+      return true;
+    }
+    if (negative && magnitude <= max + 1) {
+      out = Value::integer(static_cast<std::int64_t>(0 - magnitude)); // two's complement
+      p_ = p;
+      return true;
+    }
+  }
+  double d = 0;
+  auto [ptr, ec] = std::from_chars(start, p, d);
+  if (ec == std::errc::result_out_of_range) {
+    // Underflow reads as zero; overflow is an error rather than a silent infinity. The decimal
+    // magnitude tells them apart: digits before the point (or minus the zeros after "0.") plus
+    // the exponent.
+    long magnitude10 = 0;
+    const char* q = digits;
+    if (*q == '0') {
+      ++q;
+      if (q < p && *q == '.') {
+        ++q;
+        while (q < p && *q == '0') {
+          --magnitude10;
+          ++q;
+        }
+      }
+    } else {
+      magnitude10 = static_cast<long>(int_digits);
+    }
+    const char* e = start;
+    while (e < p && *e != 'e' && *e != 'E') ++e;
+    if (e < p) {
+      long exponent = 0;
+      bool exp_negative = false;
+      ++e;
+      if (*e == '+' || *e == '-') exp_negative = *e++ == '-';
+      while (e < p && exponent < 100000) exponent = exponent * 10 + (*e++ - '0');
+      magnitude10 += exp_negative ? -exponent : exponent;
+    }
+    if (magnitude10 > 0) return error(start, "number out of range");
+    d = negative ? -0.0 : 0.0;
+  } else if (ec != std::errc() || ptr != p) {
+    return error(start, "invalid number");
+  }
+  out = Value::floating(d);
+  p_ = p;
+  return true;
+}
+
+Result<void> parse_json_record(std::string_view text, FieldNames& names, Batch& batch,
+                               RecordBuilder& builder) {
+  thread_local JsonReader reader;
+  return reader.parse_record(text, names, batch, builder);
+}
+
+Result<Value> parse_json_value(std::string_view text, FieldNames& names, Batch& batch) {
+  thread_local JsonReader reader;
+  return reader.parse_value(text, names, batch);
+}
+
+} // namespace streamctl::state

@@ -1,0 +1,85 @@
+#pragma once
+// Parsing JSON text into values: the `json` format of sources (SPEC §4: one object a line).
+//
+// Zero copy: a string without escapes becomes a Value that points into the input text, so the
+// caller must make the batch retain the text's memory (Batch::retain). Strings with escapes,
+// and the element arrays of nested arrays and objects, are written into the batch's arena.
+//
+// Accepted: RFC 8259 JSON, with two leniencies that keep a stream flowing: invalid UTF-8 and raw
+// control characters inside strings are taken as bytes, and a lone UTF-16 surrogate escape
+// (\ud800 without its pair) decodes to U+FFFD. Duplicate keys: the last value wins, at the
+// position of the first occurrence. Integer literals that fit int64 are Int; every other number
+// (fraction, exponent, out of int64 range) is Float. Nesting is limited to 128 levels.
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "state/batch.hpp"
+#include "state/error.hpp"
+#include "state/field_names.hpp"
+#include "state/value.hpp"
+
+namespace streamctl::state {
+
+// A parser with reusable scratch space (stacks for nested values, a cache of interned keys), so
+// that parsing a line allocates nothing on the heap beyond the batch's arena chunks.
+// Not thread-safe: one reader per thread.
+class JsonReader {
+public:
+  static constexpr int max_depth = 128;
+
+  JsonReader();
+
+  // Parses one JSON object (surrounding whitespace allowed) and appends its fields to `builder`.
+  // The caller calls builder.reset() before and builder.finish(batch) after. On failure the
+  // builder may hold some of the fields; the message names the reason and the 1-based byte
+  // column, e.g. "expected ':' at column 12".
+  Result<void> parse_record(std::string_view text, FieldNames& names, Batch& batch,
+                            RecordBuilder& builder);
+
+  // Parses any JSON value (surrounding whitespace allowed).
+  Result<Value> parse_value(std::string_view text, FieldNames& names, Batch& batch);
+
+private:
+  bool start(std::string_view text, FieldNames& names, Batch& batch);
+  bool value(Value& out, int depth);
+  bool object(std::vector<Field>& out, int depth);
+  bool array(Value& out, int depth);
+  bool string_value(Value& out);
+  bool key(FieldId& out);
+  bool number(Value& out);
+  bool literal(std::string_view word, Value v, Value& out);
+  bool decode_escaped(const char* open, const char* first_escape, std::string_view& out,
+                      bool into_arena);
+  void dedup(std::vector<Field>& fields, std::size_t base);
+  FieldId intern(std::string_view key);
+  bool error(const char* at, std::string_view what);
+  bool unexpected(const char* at);
+
+  // Per call.
+  const char* begin_ = nullptr;
+  const char* end_ = nullptr;
+  const char* p_ = nullptr;
+  FieldNames* names_ = nullptr;
+  Batch* batch_ = nullptr;
+  std::string error_;
+
+  // Reused across calls.
+  std::vector<Value> values_; // elements of the arrays being parsed, innermost last
+  std::vector<Field> fields_; // members of the nested objects being parsed, innermost last
+  std::vector<std::uint32_t> seen_generation_; // by FieldId: duplicate detection in big objects
+  std::vector<std::uint32_t> seen_position_;
+  std::uint32_t generation_ = 0;
+  std::string key_buffer_;                  // a key with escapes, decoded
+  std::array<FieldId, 256> key_cache_;      // direct-mapped: hash of key bytes -> FieldId
+};
+
+// Wrappers over a thread-local JsonReader.
+Result<void> parse_json_record(std::string_view text, FieldNames& names, Batch& batch,
+                               RecordBuilder& builder);
+Result<Value> parse_json_value(std::string_view text, FieldNames& names, Batch& batch);
+
+} // namespace streamctl::state

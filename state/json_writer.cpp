@@ -1,0 +1,170 @@
+#include "state/json_writer.hpp"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace streamctl::state {
+
+namespace {
+
+// For each byte: 0 if it is written as is, else the letter of its short escape ('"', '\\', 'b',
+// 'f', 'n', 'r', 't') or 'u' for \u00XX.
+constexpr std::array<char, 256> make_escape_table() {
+  std::array<char, 256> t{};
+  for (int c = 0; c < 0x20; ++c) t[static_cast<std::size_t>(c)] = 'u';
+  t['\b'] = 'b';
+  t['\f'] = 'f';
+  t['\n'] = 'n';
+  t['\r'] = 'r';
+  t['\t'] = 't';
+  t['"'] = '"';
+  t['\\'] = '\\';
+  return t;
+}
+constexpr std::array<char, 256> escape_table = make_escape_table();
+
+void append_int(std::int64_t v, std::string& out) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+void append_float(double f, std::string& out) {
+  if (!std::isfinite(f)) {
+    out += "null";
+    return;
+  }
+  char buf[40];
+  auto r = std::to_chars(buf, buf + sizeof buf, f);
+  out.append(buf, r.ptr);
+  // Keep the float a float when read back: "2" -> "2.0" ("1e+20" already reads as a float).
+  if (std::find_if(buf, r.ptr, [](char c) { return c == '.' || c == 'e'; }) == r.ptr)
+    out += ".0";
+}
+
+void append_canonical_float(double f, std::string& out) {
+  if (!std::isfinite(f)) {
+    out += "null";
+    return;
+  }
+  if (f >= -9223372036854775808.0 && f < 9223372036854775808.0 && std::trunc(f) == f) {
+    append_int(static_cast<std::int64_t>(f), out); // -0.0 becomes 0
+    return;
+  }
+  char buf[40];
+  auto r = std::to_chars(buf, buf + sizeof buf, f);
+  out.append(buf, r.ptr);
+}
+
+void append_canonical(const Value& v, const FieldNames& names, std::string& out) {
+  switch (v.kind) {
+  case Kind::Int: append_int(v.i, out); return;
+  case Kind::Float: append_canonical_float(v.f, out); return;
+  case Kind::Array:
+    out += '[';
+    for (std::uint32_t k = 0; k < v.size; ++k) {
+      if (k != 0) out += ',';
+      append_canonical(v.array[k], names, out);
+    }
+    out += ']';
+    return;
+  case Kind::Map: {
+    std::vector<const Field*> order(v.size);
+    for (std::uint32_t k = 0; k < v.size; ++k) order[k] = &v.map[k];
+    std::stable_sort(order.begin(), order.end(), [&](const Field* a, const Field* b) {
+      return names.name(a->name) < names.name(b->name);
+    });
+    out += '{';
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      if (k != 0) out += ',';
+      append_json_string(names.name(order[k]->name), out);
+      out += ':';
+      append_canonical(order[k]->value, names, out);
+    }
+    out += '}';
+    return;
+  }
+  default: append_json_value(v, names, out); return;
+  }
+}
+
+} // namespace
+
+void append_json_string(std::string_view s, std::string& out) {
+  out += '"';
+  const char* run = s.data();
+  const char* end = s.data() + s.size();
+  for (const char* p = run; p < end; ++p) {
+    char e = escape_table[static_cast<unsigned char>(*p)];
+    if (e == 0) continue;
+    out.append(run, p);
+    if (e == 'u') {
+      static constexpr char hex[] = "0123456789abcdef";
+      auto c = static_cast<unsigned char>(*p);
+      char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+      out.append(u, 6);
+    } else {
+      char two[2] = {'\\', e};
+      out.append(two, 2);
+    }
+    run = p + 1;
+  }
+  out.append(run, end);
+  out += '"';
+}
+
+void append_json_value(const Value& v, const FieldNames& names, std::string& out) {
+  switch (v.kind) {
+  case Kind::Null: out += "null"; return;
+  case Kind::Bool: out += v.b ? "true" : "false"; return;
+  case Kind::Int: append_int(v.i, out); return;
+  case Kind::Float: append_float(v.f, out); return;
+  case Kind::String: append_json_string(v.str(), out); return;
+  case Kind::Array:
+    out += '[';
+    for (std::uint32_t k = 0; k < v.size; ++k) {
+      if (k != 0) out += ',';
+      append_json_value(v.array[k], names, out);
+    }
+    out += ']';
+    return;
+  case Kind::Map:
+    out += '{';
+    for (std::uint32_t k = 0; k < v.size; ++k) {
+      if (k != 0) out += ',';
+      append_json_string(names.name(v.map[k].name), out);
+      out += ':';
+      append_json_value(v.map[k].value, names, out);
+    }
+    out += '}';
+    return;
+  }
+  out += "null";
+}
+
+void append_json(const Record& r, const FieldNames& names, std::string& out) {
+  out += '{';
+  for (std::uint32_t k = 0; k < r.size; ++k) {
+    if (k != 0) out += ',';
+    append_json_string(names.name(r.fields[k].name), out);
+    out += ':';
+    append_json_value(r.fields[k].value, names, out);
+  }
+  out += '}';
+}
+
+std::string canonical_json(const Value& v, const FieldNames& names) {
+  std::string out;
+  append_canonical(v, names, out);
+  return out;
+}
+
+std::string canonical_json(const Record& r, const FieldNames& names) {
+  return canonical_json(Value::map_of(r.fields, r.size), names);
+}
+
+} // namespace streamctl::state

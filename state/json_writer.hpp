@@ -1,0 +1,32 @@
+#pragma once
+// Writing values as JSON text: the `json` format of sinks (SPEC §4), and the canonical form that
+// `streamctl test` uses to compare outputs as multisets of JSON values.
+//
+// Output is compact (no spaces), strings are escaped per RFC 8259 ('"', '\\', and control
+// characters; \b \f \n \r \t by name, the others as \u00XX; other bytes, UTF-8 or not, pass
+// through). Floats use the shortest text that reads back to the same double; a float with an
+// integral value keeps a ".0" (2.0 prints "2.0", so it reads back as a float); NaN and
+// infinities print as null. Functions append to `out` and allocate nothing else.
+
+#include <string>
+
+#include "state/batch.hpp"
+#include "state/field_names.hpp"
+#include "state/value.hpp"
+
+namespace streamctl::state {
+
+// One object, fields in record order, no newline: {"a":1,"b":"x"}.
+void append_json(const Record& r, const FieldNames& names, std::string& out);
+void append_json_value(const Value& v, const FieldNames& names, std::string& out);
+// A JSON string literal, quotes included.
+void append_json_string(std::string_view s, std::string& out);
+
+// Canonical text: object keys sorted (by bytes), numbers normalised so that values that
+// values_equal() calls equal print alike where a double can tell: an int prints as itself, a
+// float with an integral value in int64 range prints as that integer (2.0 -> "2", -0.0 -> "0"),
+// other floats in their shortest form. Not for hot paths (it sorts keys with a temporary).
+std::string canonical_json(const Value& v, const FieldNames& names);
+std::string canonical_json(const Record& r, const FieldNames& names);
+
+} // namespace streamctl::state

@@ -1,0 +1,81 @@
+# Shared by the end-to-end tests: each runs the built binary ($STREAMCTL) on real files, with a
+# state dir of its own, and fails with a message naming what went wrong.
+set -euo pipefail
+
+: "${STREAMCTL:?set STREAMCTL to the streamctl binary}"
+: "${SOURCE_DIR:?set SOURCE_DIR to the project root}"
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/streamctl-e2e.XXXXXX")
+export STREAMCTL_STATE_DIR="$WORK/state"
+
+cleanup() {
+  # Nothing a test started may outlive it, even when the test fails half-way.
+  pkill -KILL -f -- "$WORK" 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# assert_eq EXPECTED ACTUAL WHAT
+assert_eq() {
+  [[ "$1" == "$2" ]] || fail "$3: expected [$1], got [$2]"
+}
+
+# assert_contains FILE TEXT
+assert_contains() {
+  grep -qF -- "$2" "$1" || { echo "--- $1:" >&2; cat "$1" >&2; fail "'$1' does not contain '$2'"; }
+}
+
+# run_expect CODE CMD...: runs CMD, stdout to $WORK/out, stderr to $WORK/err, checks the code.
+run_expect() {
+  local expected=$1
+  shift
+  set +e
+  "$@" >"$WORK/out" 2>"$WORK/err"
+  local code=$?
+  set -e
+  if [[ "$code" != "$expected" ]]; then
+    echo "--- stdout:" >&2; head -c 2000 "$WORK/out" >&2
+    echo "--- stderr:" >&2; head -c 4000 "$WORK/err" >&2
+    fail "'$*' exited $code, expected $expected"
+  fi
+}
+
+# Sorted JSON lines with keys sorted, for multiset comparison of record streams.
+canonical() {
+  python3 -c 'import sys, json
+for l in sys.stdin:
+    l = l.strip()
+    if l: print(json.dumps(json.loads(l), sort_keys=True))' | sort
+}
+
+# No process of this test (workers carry the state dir in their command line) is left.
+assert_no_processes_left() {
+  local left
+  for _ in $(seq 50); do
+    left=$(pgrep -f -- "$STREAMCTL_STATE_DIR" || true)
+    [[ -z "$left" ]] && return 0
+    sleep 0.1
+  done
+  ps -o pid,args -p $left >&2 || true
+  fail "processes left behind: $left"
+}
+
+# Generates N click records as JSON lines.
+make_clicks() {
+  python3 - "$1" <<'PY'
+import sys, random
+random.seed(11)
+n = int(sys.argv[1])
+out = []
+for i in range(n):
+    out.append('{"ts":%d,"user":"u%d","page":"/p/%d","status":%d,"bytes":%d}' % (
+        1700000000000 + i, random.randint(1, 500), random.randint(1, 50),
+        random.choice((200, 200, 200, 200, 404, 500)), random.randint(100, 10000)))
+print("\n".join(out))
+PY
+}

@@ -1,0 +1,46 @@
+#include <catch2/catch.hpp>
+
+#include "transport/control.hpp"
+#include "transport/frame.hpp"
+
+using namespace streamctl::transport;
+
+TEST_CASE("a frame header round-trips and rejects what is not one", "[transport]") {
+  FrameHeader h;
+  h.kind = FrameKind::EndOfInput;
+  h.input_index = 513;
+  h.channel = 0xdeadbeef;
+  h.sequence = 0x0102030405060708ULL;
+  std::string bytes;
+  write_frame_header(h, bytes);
+  REQUIRE(bytes.size() == kFrameHeaderSize);
+  CHECK(bytes.substr(0, 4) == "SCF1");
+  CHECK(static_cast<unsigned char>(bytes[16]) == 0x08); // little-endian sequence
+  auto back = read_frame_header(bytes);
+  REQUIRE(back);
+  CHECK(back->kind == FrameKind::EndOfInput);
+  CHECK(back->input_index == 513);
+  CHECK(back->channel == 0xdeadbeef);
+  CHECK(back->sequence == 0x0102030405060708ULL);
+
+  CHECK_FALSE(read_frame_header(bytes.substr(0, 23)));
+  std::string bad_magic = bytes;
+  bad_magic[0] = 'X';
+  CHECK_FALSE(read_frame_header(bad_magic));
+  std::string bad_kind = bytes;
+  bad_kind[4] = 9;
+  CHECK_FALSE(read_frame_header(bad_kind));
+}
+
+TEST_CASE("control messages round-trip values with newlines and backslashes", "[transport]") {
+  ControlMessage m{"FAILED", {}};
+  m.set("task", "3").set("message", "line one\nline \\two\\n");
+  auto back = decode_control(encode_control(m));
+  REQUIRE(back);
+  CHECK(back->type == "FAILED");
+  CHECK(back->get("message") == "line one\nline \\two\\n");
+  CHECK(back->get_int("task") == 3);
+  CHECK(back->get_int("missing", -1) == -1);
+  CHECK_FALSE(decode_control("no newline"));
+  CHECK_FALSE(decode_control("T\nkey-without-equals\n"));
+}

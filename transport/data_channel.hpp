@@ -1,0 +1,54 @@
+#pragma once
+// Data-plane sockets. Each worker binds one InputGate (PULL) that all of its upstream channels
+// connect to; each upstream subtask holds one OutputChannel (PUSH) per downstream subtask it
+// sends to. High-water marks of a few batches on both ends bound the queue of every channel,
+// so a slow consumer blocks its producers' sends: that is the backpressure that reaches the
+// sources. Sends never block the caller: try_send() reports a full queue and the task loop
+// waits on POLLOUT together with its control socket, so a cancel is never stuck behind data.
+//
+// Threading: a socket is used by the one thread that created it.
+
+#include <cstdint>
+#include <string>
+
+#include <zmq.hpp>
+
+namespace streamctl::transport {
+
+// Batches queued per channel end: bounded memory (~ 2 x kQueueBatches x batch bytes).
+inline constexpr int kQueueBatches = 4;
+
+class InputGate {
+public:
+  // `endpoint` like "ipc:///run/dir/t3.sock" or "tcp://127.0.0.1:*" (port chosen by the OS).
+  InputGate(zmq::context_t& context, const std::string& endpoint);
+  // The endpoint peers connect to, with the OS-chosen port resolved.
+  const std::string& endpoint() const { return endpoint_; }
+  zmq::socket_t& socket() { return socket_; }
+  // Non-blocking; false when nothing is queued.
+  bool try_receive(zmq::message_t& message);
+
+private:
+  zmq::socket_t socket_;
+  std::string endpoint_;
+};
+
+class OutputChannel {
+public:
+  OutputChannel(zmq::context_t& context, const std::string& endpoint, std::uint32_t channel_id,
+                std::uint16_t input_index);
+  zmq::socket_t& socket() { return socket_; }
+  std::uint32_t channel_id() const { return channel_id_; }
+  std::uint16_t input_index() const { return input_index_; }
+  std::uint64_t next_sequence() { return sequence_++; }
+  // Non-blocking; false when the channel's queue is full (the message is left untouched).
+  bool try_send(zmq::message_t& message);
+
+private:
+  zmq::socket_t socket_;
+  std::uint32_t channel_id_;
+  std::uint16_t input_index_;
+  std::uint64_t sequence_ = 0;
+};
+
+} // namespace streamctl::transport

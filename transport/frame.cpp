@@ -1,0 +1,45 @@
+#include "transport/frame.hpp"
+
+namespace streamctl::transport {
+
+namespace {
+constexpr char kMagic[4] = {'S', 'C', 'F', '1'};
+
+template <typename T> void put_le(char* at, T v) {
+  for (std::size_t k = 0; k < sizeof(T); ++k) at[k] = static_cast<char>((v >> (8 * k)) & 0xff);
+}
+
+template <typename T> T get_le(const char* at) {
+  T v = 0;
+  for (std::size_t k = 0; k < sizeof(T); ++k)
+    v |= static_cast<T>(static_cast<T>(static_cast<unsigned char>(at[k])) << (8 * k));
+  return v;
+}
+} // namespace
+
+void write_frame_header(const FrameHeader& header, std::string& out) {
+  if (out.size() < kFrameHeaderSize) out.resize(kFrameHeaderSize);
+  char* p = out.data();
+  std::memcpy(p, kMagic, 4);
+  p[4] = static_cast<char>(header.kind);
+  p[5] = 0;
+  put_le<std::uint16_t>(p + 6, header.input_index);
+  put_le<std::uint32_t>(p + 8, header.channel);
+  put_le<std::uint32_t>(p + 12, 0);
+  put_le<std::uint64_t>(p + 16, header.sequence);
+}
+
+std::optional<FrameHeader> read_frame_header(std::string_view message) {
+  if (message.size() < kFrameHeaderSize || std::memcmp(message.data(), kMagic, 4) != 0)
+    return std::nullopt;
+  auto kind = static_cast<std::uint8_t>(message[4]);
+  if (kind < 1 || kind > 4) return std::nullopt;
+  FrameHeader h;
+  h.kind = static_cast<FrameKind>(kind);
+  h.input_index = get_le<std::uint16_t>(message.data() + 6);
+  h.channel = get_le<std::uint32_t>(message.data() + 8);
+  h.sequence = get_le<std::uint64_t>(message.data() + 16);
+  return h;
+}
+
+} // namespace streamctl::transport

@@ -1,0 +1,45 @@
+#pragma once
+// The header in front of every data-plane message.
+//
+// A data-plane message is one ZeroMQ frame:
+//
+//   offset size  field
+//   0      4     magic "SCF1" (0x53 0x43 0x46 0x31)
+//   4      1     kind: 1 data, 2 watermark, 3 barrier, 4 end of input
+//   5      1     reserved, 0
+//   6      2     input index at the receiving node, little-endian (which of its `inputs`)
+//   8      4     channel id, little-endian (unique per upstream subtask -> downstream subtask)
+//   12     4     reserved, 0
+//   16     8     sequence number on this channel, little-endian, from 0
+//   24     ...   payload: for data, a batch in the encoding of state/batch_codec.hpp;
+//                for watermark, an 8-byte little-endian signed epoch-ms; otherwise empty
+//
+// The header is fixed-size so a receiver can dispatch on it before touching the payload, and
+// the payload starts 8-byte aligned.
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace streamctl::transport {
+
+enum class FrameKind : std::uint8_t { Data = 1, Watermark = 2, Barrier = 3, EndOfInput = 4 };
+
+struct FrameHeader {
+  FrameKind kind = FrameKind::Data;
+  std::uint16_t input_index = 0;
+  std::uint32_t channel = 0;
+  std::uint64_t sequence = 0;
+};
+
+inline constexpr std::size_t kFrameHeaderSize = 24;
+
+// Writes the header into the first kFrameHeaderSize bytes of `out` (resized if shorter).
+void write_frame_header(const FrameHeader& header, std::string& out);
+
+// Reads a header; nullopt when the message is too short, has a bad magic or an unknown kind.
+std::optional<FrameHeader> read_frame_header(std::string_view message);
+
+} // namespace streamctl::transport
