@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <malloc.h>
 #include <iostream>
 
 #include "cli/context.hpp"
@@ -16,6 +17,11 @@ int main(int argc, char** argv) {
   using namespace streamctl;
   // A closed stdout (`streamctl run ... | head`) is an error to report, not a silent death.
   std::signal(SIGPIPE, SIG_IGN);
+  // Batches come and go by the thousand a second, each with a few hundred KiB of arena. By
+  // default glibc returns freed memory to the kernel and the next batch faults it in again
+  // (measured: decoding ran 10-20x slower); keep up to 64 MiB in the process instead.
+  ::mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  ::mallopt(M_MMAP_THRESHOLD, 64 << 20);
 
   cli::Context ctx;
   operators::register_builtin_types(ctx.registry);

@@ -16,6 +16,7 @@ void add_worker_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--job-dir", *job_dir)->required();
   cmd->add_option("--base-dir", *base_dir)->required();
   cmd->add_option("--socket-dir", *socket_dir)->required();
+  cmd->add_option("--file-name", o->file_name)->required();
   cmd->add_option("--task", o->task)->required();
   cmd->add_option("--coordinator", o->coordinator)->required();
   cmd->add_option("--transport", o->transport)->check(CLI::IsMember({"ipc", "tcp"}));

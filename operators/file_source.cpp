@@ -33,8 +33,9 @@ std::vector<std::string> expand_glob(const std::filesystem::path& base_dir, cons
 namespace {
 class FileSource final : public LineSource {
 public:
-  FileSource(const pipeline::NodeSpec& node, state::FieldNames& names, std::vector<std::string> files)
-      : LineSource(node, names), files_(std::move(files)) {}
+  FileSource(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node, state::FieldNames& names,
+             std::vector<std::string> files)
+      : LineSource(spec, node, names), files_(std::move(files)) {}
 
   void open(OperatorContext& ctx) override {
     LineSource::open(ctx);
@@ -81,7 +82,7 @@ std::unique_ptr<Source> make_file_source(const pipeline::PipelineSpec& spec, con
     if (::access(f.c_str(), R_OK) != 0)
       throw Error(ErrorKind::Usage, pipeline::position_of(spec, node, "path") + ": source '" + node.name +
                                         "': cannot read '" + f + "': " + std::strerror(errno));
-  return std::make_unique<FileSource>(node, names, std::move(files));
+  return std::make_unique<FileSource>(spec, node, names, std::move(files));
 }
 
 } // namespace streamctl::operators

@@ -1,6 +1,7 @@
 #include "operators/filter.hpp"
 
 #include "operators/bad_record.hpp"
+#include "operators/wall_clock.hpp"
 #include "pipeline/spec/expression.hpp"
 
 namespace streamctl::operators {
@@ -13,6 +14,7 @@ public:
   void process(const state::Batch& in, state::Batch& out) override {
     // Kept records are shared with the input batch, not copied.
     out.retain_memory_of(in);
+    eval_.now_ms = wall_clock_ms(); // now() is the same for every record of a batch
     for (const auto& record : in) {
       bool keep = false;
       if (!where_.eval_predicate(record, eval_, keep)) {

@@ -34,7 +34,7 @@ public:
     rate_ = node.config["rate"].value_or(0.0);
     seed_ = static_cast<std::uint64_t>(node.config["seed"].value_or(std::int64_t{0}));
     start_time_ = node.config["start_time"].value_or(std::int64_t{0});
-    interval_ms_ = pipeline::parse_duration_ms(node.config["interval"].value_or(std::string("1ms"))).value_or(1);
+    interval_ms_ = pipeline::duration_ms_or(node.config.get("interval"), 1);
     users_ = static_cast<std::uint64_t>(std::max<std::int64_t>(1, node.config["users"].value_or(std::int64_t{1000})));
     pages_ = static_cast<std::uint64_t>(std::max<std::int64_t>(1, node.config["pages"].value_or(std::int64_t{100})));
     seq_ = names.intern("seq");

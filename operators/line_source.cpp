@@ -2,8 +2,9 @@
 
 namespace streamctl::operators {
 
-LineSource::LineSource(const pipeline::NodeSpec& node, state::FieldNames& names)
-    : decoder_(node, names) {}
+LineSource::LineSource(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
+                       state::FieldNames& names)
+    : decoder_(spec, node, names) {}
 
 SourceStatus LineSource::poll(state::Batch& out, std::size_t max_records) {
   if (done_) return SourceStatus::End;

@@ -14,7 +14,7 @@ namespace streamctl::operators {
 
 class LineSource : public Source {
 public:
-  LineSource(const pipeline::NodeSpec& node, state::FieldNames& names);
+  LineSource(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node, state::FieldNames& names);
   SourceStatus poll(state::Batch& out, std::size_t max_records) override;
   int readiness_fd() const override { return fd_; }
 

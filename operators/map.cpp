@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "operators/bad_record.hpp"
+#include "operators/wall_clock.hpp"
 #include "pipeline/spec/expression.hpp"
 #include "state/error.hpp"
 
@@ -30,6 +31,7 @@ public:
   void process(const state::Batch& in, state::Batch& out) override {
     out.retain_memory_of(in);
     eval_.arena = &out.arena(); // strings made by `set` live as long as the output batch
+    eval_.now_ms = wall_clock_ms(); // now() is the same for every record of a batch
     for (const auto& record : in) {
       bool ok = true;
       for (std::size_t k = 0; k < sets_.size() && ok; ++k)

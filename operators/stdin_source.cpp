@@ -28,9 +28,9 @@ pipeline::NodeTypeSchema stdin_source_schema() {
   return schema;
 }
 
-std::unique_ptr<Source> make_stdin_source(const pipeline::PipelineSpec&, const pipeline::NodeSpec& node,
+std::unique_ptr<Source> make_stdin_source(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
                                           state::FieldNames& names) {
-  return std::make_unique<StdinSource>(node, names);
+  return std::make_unique<StdinSource>(spec, node, names);
 }
 
 } // namespace streamctl::operators

@@ -12,7 +12,7 @@ TextFormat text_format_of(const pipeline::NodeSpec& node) {
 }
 
 namespace {
-state::CsvOptions csv_options(const pipeline::NodeSpec& node) {
+state::CsvOptions csv_options(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node) {
   state::CsvOptions options;
   std::string delimiter = node.config["delimiter"].value_or(std::string(","));
   options.delimiter = delimiter.empty() ? ',' : delimiter[0];
@@ -21,7 +21,11 @@ state::CsvOptions csv_options(const pipeline::NodeSpec& node) {
     for (const auto& c : *columns) options.columns.push_back(c.value_or(std::string()));
   if (const auto* types = node.config["types"].as_table())
     for (const auto& [column, type] : *types) {
-      std::string t = type.value_or(std::string("string"));
+      std::string t = type.value_or(std::string());
+      if (t != "int" && t != "float" && t != "bool" && t != "string")
+        throw Error(ErrorKind::Usage, pipeline::position_of(spec, node, "types") + ": column '" +
+                                          std::string(column.str()) + "' of node '" + node.name +
+                                          "': unknown type '" + t + "'; use int, float, bool or string");
       state::Kind kind = t == "int" ? state::Kind::Int
                          : t == "float" ? state::Kind::Float
                          : t == "bool" ? state::Kind::Bool
@@ -32,9 +36,10 @@ state::CsvOptions csv_options(const pipeline::NodeSpec& node) {
 }
 } // namespace
 
-LineDecoder::LineDecoder(const pipeline::NodeSpec& node, state::FieldNames& names)
+LineDecoder::LineDecoder(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
+                         state::FieldNames& names)
     : format_(text_format_of(node)), names_(names), line_field_(names.intern("line")) {
-  if (format_ == TextFormat::Csv) csv_ = std::make_unique<state::CsvReader>(csv_options(node), names);
+  if (format_ == TextFormat::Csv) csv_ = std::make_unique<state::CsvReader>(csv_options(spec, node), names);
 }
 
 Result<void> LineDecoder::decode(std::string_view line, state::Batch& batch) {
@@ -84,6 +89,7 @@ void LineEncoder::encode(const state::Batch& batch, std::string& out) {
           for (const auto& f : record) csv_columns_.emplace_back(names_.name(f.name));
         for (const auto& c : csv_columns_) csv_column_ids_.push_back(names_.intern(c));
         csv_writer_.append_header(csv_columns_, out);
+        out += '\n';
         header_written_ = true;
       }
       csv_writer_.append_row(record, csv_column_ids_, names_, out);

@@ -22,7 +22,8 @@ TextFormat text_format_of(const pipeline::NodeSpec& node); // `format`, default 
 // Turns lines into records appended to a batch. Not thread-safe (one per subtask).
 class LineDecoder {
 public:
-  LineDecoder(const pipeline::NodeSpec& node, state::FieldNames& names);
+  // Throws Error(Usage) for a bad csv `types` entry.
+  LineDecoder(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node, state::FieldNames& names);
   // Appends the record of `line` to `batch` (the caller makes `batch` retain the line's memory),
   // or returns the reason it cannot. A csv header line is consumed and appends nothing.
   Result<void> decode(std::string_view line, state::Batch& batch);

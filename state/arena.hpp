@@ -54,7 +54,8 @@ public:
 private:
   void grow(std::size_t at_least) {
     std::size_t size = next_chunk_ > at_least ? next_chunk_ : at_least;
-    chunks_.push_back(std::make_unique<char[]>(size));
+    // Not make_unique<char[]>: it would zero-fill every chunk, and arenas are made per batch.
+    chunks_.push_back(std::unique_ptr<char[]>(new char[size]));
     current_ = chunks_.back().get();
     capacity_ = size;
     used_ = 0;

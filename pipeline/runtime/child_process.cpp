@@ -29,6 +29,10 @@ ChildProcess::ChildProcess(const ChildSpec& spec) {
     // Ctrl-C reaches the whole foreground process group; the coordinator alone decides how
     // the job stops, so workers ignore SIGINT.
     ::signal(SIGINT, SIG_IGN);
+    // A process group of its own, so that a signal to the coordinator's group (`timeout`,
+    // systemd) reaches the coordinator alone and it can stop the job in order; except for a
+    // worker reading a terminal, which must stay in the foreground group to read it.
+    if (!(spec.inherit_stdin && ::isatty(STDIN_FILENO))) ::setpgid(0, 0);
     ::signal(SIGPIPE, SIG_IGN);
     ::signal(SIGTERM, SIG_DFL);
     sigset_t none;

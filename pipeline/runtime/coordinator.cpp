@@ -82,7 +82,7 @@ public:
   RunOutcome run() {
     registration_ = std::make_unique<JobRegistration>(options_.state_dir, job_.spec);
     outcome_.job_id = registration_->id();
-    registration_->write_pipeline(job_.spec);
+    registration_->write_pipeline(job_.text, job_.overrides);
 
     control_.set(zmq::sockopt::linger, 0);
     control_.set(zmq::sockopt::router_mandatory, true);
@@ -113,6 +113,7 @@ private:
       spec.args = {"worker",
                    "--job-dir", registration_->dir().string(),
                    "--base-dir", job_.spec.base_dir.string(),
+                   "--file-name", job_.spec.file.string(),
                    "--socket-dir", registration_->socket_dir().string(),
                    "--task", std::to_string(task.id),
                    "--coordinator", control_endpoint,
@@ -237,7 +238,7 @@ private:
         if (!(t.finished && clean) && !ended_) {
           // A FAILED message, if the worker managed to send one, is the better reason.
           drain_messages();
-          if (!ended_)
+          if (!ended_ && !(t.finished && clean))
             fail("worker for " + t.label + " (pid " + std::to_string(pid) + ") " + t.process->describe_exit());
         }
       }

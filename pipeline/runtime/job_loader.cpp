@@ -1,5 +1,8 @@
 #include "pipeline/runtime/job_loader.hpp"
 
+#include <fstream>
+#include <sstream>
+
 #include "pipeline/spec/expression.hpp"
 #include "state/error.hpp"
 
@@ -24,7 +27,8 @@ namespace {
   throw Error(ErrorKind::Usage, message);
 }
 
-LoadedJob finish_loading(pipeline::LoadResult result, const operators::Registry& registry) {
+LoadedJob finish_loading(pipeline::LoadResult result, const operators::Registry& registry, std::string text,
+                         std::vector<std::string> overrides) {
   if (!result.diagnostics.empty() || !result.spec) throw_diagnostics(result.diagnostics);
   pipeline::PipelineSpec& spec = *result.spec;
 
@@ -45,9 +49,21 @@ LoadedJob finish_loading(pipeline::LoadResult result, const operators::Registry&
       problems += pipeline::position_of(spec, node, "type") + ": " + e.what();
     }
   }
+  // An explicit forward edge pairs subtask i with subtask i: both ends need the same count.
+  for (const auto& node : spec.nodes) {
+    if (node.partition != pipeline::Partition::Forward) continue;
+    for (const auto& input : node.inputs) {
+      const pipeline::NodeSpec* up = spec.find(input);
+      if (up == nullptr || spec.parallelism_of(*up) == spec.parallelism_of(node)) continue;
+      problems += problems.empty() ? "" : "\n";
+      problems += pipeline::position_of(spec, node, "partition") + ": partition = \"forward\" needs equal " +
+                  "parallelism, but '" + input + "' has " + std::to_string(spec.parallelism_of(*up)) + " and '" +
+                  node.name + "' has " + std::to_string(spec.parallelism_of(node)) + "; use \"rebalance\"";
+    }
+  }
   if (!problems.empty()) throw Error(ErrorKind::Usage, problems);
 
-  LoadedJob job{std::move(spec), {}};
+  LoadedJob job{std::move(spec), {}, std::move(text), std::move(overrides)};
   job.plan = pipeline::plan_job(job.spec);
   return job;
 }
@@ -56,14 +72,18 @@ LoadedJob finish_loading(pipeline::LoadResult result, const operators::Registry&
 
 LoadedJob load_job(const std::filesystem::path& file, const std::vector<std::string>& overrides,
                    const operators::Registry& registry) {
-  return finish_loading(pipeline::load_pipeline(file, overrides, catalog_of(registry)), registry);
+  auto result = pipeline::load_pipeline(file, overrides, catalog_of(registry));
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return finish_loading(std::move(result), registry, text.str(), overrides);
 }
 
 LoadedJob load_job_text(const std::string& text, const std::string& display_name,
                         const std::filesystem::path& base_dir, const std::vector<std::string>& overrides,
                         const operators::Registry& registry) {
-  return finish_loading(
-      pipeline::load_pipeline_text(text, display_name, base_dir, overrides, catalog_of(registry)), registry);
+  return finish_loading(pipeline::load_pipeline_text(text, display_name, base_dir, overrides, catalog_of(registry)),
+                        registry, text, overrides);
 }
 
 } // namespace streamctl::runtime

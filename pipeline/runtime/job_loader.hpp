@@ -16,6 +16,10 @@ namespace streamctl::runtime {
 struct LoadedJob {
   pipeline::PipelineSpec spec;
   pipeline::PhysicalPlan plan;
+  // What the workers load again: the file's text as written (toml++ tables forget the order of
+  // keys, and `set` keeps it) and the --set overrides.
+  std::string text;
+  std::vector<std::string> overrides;
 };
 
 pipeline::SchemaCatalog catalog_of(const operators::Registry& registry);

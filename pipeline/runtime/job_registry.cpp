@@ -51,10 +51,12 @@ JobRegistration::JobRegistration(const std::filesystem::path& state_dir, const p
   if (ec) throw Error(ErrorKind::Usage, "cannot create '" + socket_dir_.string() + "': " + ec.message());
 }
 
-void JobRegistration::write_pipeline(const pipeline::PipelineSpec& spec) const {
+void JobRegistration::write_pipeline(const std::string& text, const std::vector<std::string>& overrides) const {
   std::ofstream out(dir_ / "pipeline.toml");
-  out << spec.root << "\n";
-  if (!out) throw Error(ErrorKind::Internal, "cannot write '" + (dir_ / "pipeline.toml").string() + "'");
+  out << text;
+  std::ofstream list(dir_ / "overrides");
+  for (const auto& o : overrides) list << o << '\0';
+  if (!out || !list) throw Error(ErrorKind::Internal, "cannot write the pipeline into '" + dir_.string() + "'");
 }
 
 void JobRegistration::update(const std::string& state, const std::map<std::string, int>& pids) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "pipeline/spec/pipeline_spec.hpp"
 
@@ -23,7 +24,8 @@ public:
   // Unix socket name (108 bytes), then under /tmp.
   const std::filesystem::path& socket_dir() const { return socket_dir_; }
 
-  void write_pipeline(const pipeline::PipelineSpec& spec) const;
+  // pipeline.toml: the text as written; overrides: the --set values, NUL-terminated.
+  void write_pipeline(const std::string& text, const std::vector<std::string>& overrides) const;
   // Rewrites job.json atomically (temp file, rename).
   void update(const std::string& state, const std::map<std::string, int>& pids);
   void remove_sockets() const;

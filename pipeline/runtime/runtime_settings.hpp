@@ -6,7 +6,6 @@
 #include <cstddef>
 
 #include "pipeline/spec/pipeline_spec.hpp"
-#include "pipeline/spec/units.hpp"
 
 namespace streamctl::runtime {
 
@@ -19,8 +18,7 @@ inline RuntimeSettings settings_of(const pipeline::PipelineSpec& spec) {
   RuntimeSettings s;
   if (auto n = spec.root["batch_size"].value<std::int64_t>(); n && *n > 0)
     s.batch_size = static_cast<std::size_t>(*n);
-  if (auto t = spec.root["buffer_timeout"].value<std::string>())
-    if (auto ms = pipeline::parse_duration_ms(*t)) s.buffer_timeout = std::chrono::milliseconds(*ms);
+  s.buffer_timeout = std::chrono::milliseconds(pipeline::duration_ms_or(spec.root.get("buffer_timeout"), 10));
   return s;
 }
 

@@ -83,10 +83,13 @@ private:
     std::ifstream in(options_.job_dir / "pipeline.toml");
     std::stringstream text;
     text << in.rdbuf();
+    std::vector<std::string> overrides;
+    std::ifstream list(options_.job_dir / "overrides");
+    for (std::string o; std::getline(list, o, '\0');) overrides.push_back(o);
     registry_ = std::make_unique<operators::Registry>();
     operators::register_builtin_types(*registry_);
     job_ = std::make_unique<LoadedJob>(
-        load_job_text(text.str(), (options_.job_dir / "pipeline.toml").string(), options_.base_dir, {}, *registry_));
+        load_job_text(text.str(), options_.file_name, options_.base_dir, overrides, *registry_));
     settings_ = settings_of(job_->spec);
     if (options_.task < 0 || static_cast<std::size_t>(options_.task) >= job_->plan.tasks.size())
       throw Error(ErrorKind::Internal, "no task " + std::to_string(options_.task) + " in the plan");

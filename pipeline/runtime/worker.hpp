@@ -13,6 +13,7 @@ namespace streamctl::runtime {
 struct WorkerOptions {
   std::filesystem::path job_dir;  // holds pipeline.toml
   std::filesystem::path base_dir; // the pipeline file's directory
+  std::string file_name;          // the pipeline file as the user named it, for messages
   std::filesystem::path socket_dir; // where ipc:// endpoints live
   int task = 0;
   std::string coordinator;        // the coordinator's control endpoint

@@ -33,21 +33,21 @@ using state::Value;
 namespace expr {
 namespace {
 
-std::string quoted(const Node &n) {
+std::string quoted(const Node& n) {
   if (n.text.size() > 120) return "'" + n.text.substr(0, 117) + "...'";
   return "'" + n.text + "'";
 }
 
 // "<operand>: expected a number, got string in '<where>'"
-bool type_error(Env &env, const Node &operand, const std::string &fallback, KindMask expected,
-                const Value &got, const Node &where) {
+bool type_error(Env& env, const Node& operand, const std::string& fallback, KindMask expected,
+                const Value& got, const Node& where) {
   return fail(env, describe_operand(operand, fallback) + ": expected " + describe_mask(expected) +
                        ", got " + state::kind_name(got.kind) + " in " + quoted(where));
 }
 
-std::string operand_name(const Node &n, std::size_t k) {
-  const char *sides[] = {"left operand of '", "right operand of '"};
-  const char *sym = "?";
+std::string operand_name(const Node& n, std::size_t k) {
+  const char* sides[] = {"left operand of '", "right operand of '"};
+  const char* sym = "?";
   switch (n.op) {
   case Op::Add: sym = "+"; break;
   case Op::Sub: sym = "-"; break;
@@ -65,9 +65,9 @@ std::string operand_name(const Node &n, std::size_t k) {
   return std::string(sides[k > 0 ? 1 : 0]) + sym + "'";
 }
 
-const Value *lookup(const Node &n, const state::Record &r) {
+const Value* lookup(const Node& n, const state::Record& r) {
   const state::FieldId id = n.path[0];
-  const Value *v = nullptr;
+  const Value* v = nullptr;
   if (n.hint < r.size && r.fields[n.hint].name == id) {
     v = &r.fields[n.hint].value;
   } else {
@@ -80,7 +80,7 @@ const Value *lookup(const Node &n, const state::Record &r) {
   }
   for (std::size_t s = 1; v != nullptr && s < n.path.size(); ++s) {
     if (v->kind != Kind::Map) return nullptr; // a path through a non-map does not exist
-    const Value *inner = nullptr;
+    const Value* inner = nullptr;
     for (std::uint32_t k = 0; k < v->size; ++k)
       if (v->map[k].name == n.path[s]) {
         inner = &v->map[k].value;
@@ -92,7 +92,7 @@ const Value *lookup(const Node &n, const state::Record &r) {
 }
 
 // Evaluates `operand` in a logical context: null is false, a non-bool is an error.
-bool truth(const Node &operand, const Node &parent, std::size_t k, Env &env, bool &out) {
+bool truth(const Node& operand, const Node& parent, std::size_t k, Env& env, bool& out) {
   Value v;
   if (!eval(operand, env, v)) return false;
   if (v.kind == Kind::Bool) {
@@ -106,7 +106,7 @@ bool truth(const Node &operand, const Node &parent, std::size_t k, Env &env, boo
   return type_error(env, operand, operand_name(parent, k), bool_mask, v, parent);
 }
 
-bool int_arithmetic(const Node &n, std::int64_t a, std::int64_t b, Env &env, Value &out) {
+bool int_arithmetic(const Node& n, std::int64_t a, std::int64_t b, Env& env, Value& out) {
   std::int64_t r = 0;
   bool overflow = false;
   switch (n.op) {
@@ -131,17 +131,17 @@ bool int_arithmetic(const Node &n, std::int64_t a, std::int64_t b, Env &env, Val
   return true;
 }
 
-bool arithmetic(const Node &n, Env &env, Value &out) {
+bool arithmetic(const Node& n, Env& env, Value& out) {
   Value a, b;
   if (!eval(*n.args[0], env, a) || !eval(*n.args[1], env, b)) return false;
-  const Node &left = *n.args[0];
-  const Node &right = *n.args[1];
+  const Node& left = *n.args[0];
+  const Node& right = *n.args[1];
   if (n.op == Op::Add) {
     if (a.kind == Kind::String && b.kind == Kind::String) {
       std::size_t size = std::size_t{a.size} + b.size;
       if (size > std::numeric_limits<std::uint32_t>::max())
         return fail(env, "string result longer than 4 GiB in " + quoted(n));
-      char *p = allocate(env, size);
+      char* p = allocate(env, size);
       if (p == nullptr) return false;
       if (a.size > 0) std::memcpy(p, a.s, a.size);
       if (b.size > 0) std::memcpy(p + a.size, b.s, b.size);
@@ -183,7 +183,7 @@ bool arithmetic(const Node &n, Env &env, Value &out) {
   return true;
 }
 
-const char *comparison_symbol(Op op) {
+const char* comparison_symbol(Op op) {
   switch (op) {
   case Op::Eq: return "==";
   case Op::Ne: return "!=";
@@ -194,7 +194,7 @@ const char *comparison_symbol(Op op) {
   }
 }
 
-bool compare(const Node &n, Env &env, Value &out) {
+bool compare(const Node& n, Env& env, Value& out) {
   Value a, b;
   if (!eval(*n.args[0], env, a) || !eval(*n.args[1], env, b)) return false;
   if (a.is_null() || b.is_null()) {
@@ -230,7 +230,7 @@ bool compare(const Node &n, Env &env, Value &out) {
   return true;
 }
 
-bool index(const Node &n, Env &env, Value &out) {
+bool index(const Node& n, Env& env, Value& out) {
   Value base, key;
   if (!eval(*n.args[0], env, base) || !eval(*n.args[1], env, key)) return false;
   out = Value::null();
@@ -256,19 +256,14 @@ bool index(const Node &n, Env &env, Value &out) {
   return type_error(env, *n.args[0], "indexed value", array_mask | map_mask, base, n);
 }
 
-constexpr std::uint32_t max_inline_args = 8;
-
-bool call(const Node &n, Env &env, Value &out) {
-  const FunctionInfo &fn = *n.fn;
+bool call(const Node& n, Env& env, Value& out) {
+  const FunctionInfo& fn = *n.fn;
   auto count = static_cast<std::uint32_t>(n.args.size());
   Value inline_args[max_inline_args];
-  Value *args = inline_args;
-  if (count > max_inline_args) {
-    if (env.ctx.arena == nullptr) return allocate(env, 1) != nullptr; // reports the problem
-    args = env.ctx.arena->allocate_array<Value>(count);
-  }
+  Value* args = inline_args;
+  if (count > max_inline_args) args = n.scratch.data(); // sized by the parser
   for (std::uint32_t k = 0; k < count; ++k) {
-    const Node &arg = *n.args[k];
+    const Node& arg = *n.args[k];
     if (!eval(arg, env, args[k])) return false;
     if (args[k].is_null()) {
       if (fn.nulls_propagate) {
@@ -286,10 +281,10 @@ bool call(const Node &n, Env &env, Value &out) {
   return call_function(n, args, count, env, out);
 }
 
-Value copy_into(state::Arena &arena, const Value &v) {
+Value copy_into(state::Arena& arena, const Value& v) {
   if (v.kind == Kind::String) return Value::string(arena.copy(v.str()));
   if (v.kind != Kind::Array) return v;
-  Value *elements = arena.allocate_array<Value>(v.size == 0 ? 1 : v.size);
+  Value* elements = arena.allocate_array<Value>(v.size == 0 ? 1 : v.size);
   for (std::uint32_t k = 0; k < v.size; ++k)
     elements[k] = copy_into(arena, v.array[k]);
   return Value::array_of(elements, v.size);
@@ -297,11 +292,11 @@ Value copy_into(state::Arena &arena, const Value &v) {
 
 } // namespace
 
-bool eval(const Node &n, Env &env, Value &out) {
+bool eval(const Node& n, Env& env, Value& out) {
   switch (n.op) {
   case Op::Literal: out = n.literal; return true;
   case Op::Field: {
-    const Value *v = lookup(n, env.record);
+    const Value* v = lookup(n, env.record);
     out = v != nullptr ? *v : Value::null();
     return true;
   }
@@ -353,7 +348,7 @@ bool eval(const Node &n, Env &env, Value &out) {
     return true;
   }
   case Op::Coalesce:
-    for (const auto &arg : n.args) {
+    for (const auto& arg : n.args) {
       if (!eval(*arg, env, out)) return false;
       if (!out.is_null()) return true;
     }
@@ -371,25 +366,25 @@ bool eval(const Node &n, Env &env, Value &out) {
 
 } // namespace expr
 
-bool ExpressionNode::borrows(const Value &v, int depth) const {
+bool ExpressionNode::borrows(const Value& v, int depth) const {
   if (v.kind == Kind::Array && depth < 4) {
     for (std::uint32_t k = 0; k < v.size; ++k)
       if (borrows(v.array[k], depth + 1)) return true;
     return false;
   }
   if (v.kind != Kind::String || v.size == 0) return false;
-  std::less<const char *> before;
-  for (const auto &s : strings)
+  std::less<const char*> before;
+  for (const auto& s : strings)
     if (!before(v.s, s.data()) && before(v.s, s.data() + s.size())) return true;
   return false;
 }
 
 Expression::Expression() = default;
-Expression::Expression(Expression &&) noexcept = default;
-Expression &Expression::operator=(Expression &&) noexcept = default;
+Expression::Expression(Expression&&) noexcept = default;
+Expression& Expression::operator=(Expression&&) noexcept = default;
 Expression::~Expression() = default;
 
-Expression Expression::compile(std::string_view text, state::FieldNames &names) {
+Expression Expression::compile(std::string_view text, state::FieldNames& names) {
   Expression e;
   e.text_ = std::string(text);
   e.root_ = std::make_unique<ExpressionNode>();
@@ -398,7 +393,7 @@ Expression Expression::compile(std::string_view text, state::FieldNames &names) 
   return e;
 }
 
-bool Expression::eval(const state::Record &record, EvalContext &ctx, Value &out) const {
+bool Expression::eval(const state::Record& record, EvalContext& ctx, Value& out) const {
   if (!root_ || !root_->root) {
     ctx.error = "expression is empty (moved from)";
     return false;
@@ -413,14 +408,14 @@ bool Expression::eval(const state::Record &record, EvalContext &ctx, Value &out)
       out = expr::copy_into(*ctx.arena, out);
     }
     return true;
-  } catch (const std::exception &e) {
+  } catch (const std::exception& e) {
     // Nothing above throws by design; this keeps a surprise (bad_alloc) a per-record error.
     ctx.error = std::string("internal error evaluating '") + text_ + "': " + e.what();
     return false;
   }
 }
 
-bool Expression::eval_predicate(const state::Record &record, EvalContext &ctx, bool &out) const {
+bool Expression::eval_predicate(const state::Record& record, EvalContext& ctx, bool& out) const {
   Value v;
   if (!eval(record, ctx, v)) return false;
   if (v.kind == Kind::Bool) {

@@ -93,7 +93,7 @@ std::string quote(std::string_view text) {
   return "'" + std::string(text) + "'";
 }
 
-bool fail_in(Env &env, const Node &call, const std::string &message) {
+bool fail_in(Env& env, const Node& call, const std::string& message) {
   return fail(env, message + " in " + quote(call.text));
 }
 
@@ -118,7 +118,7 @@ struct CountSink {
 };
 
 struct WriteSink {
-  char *p;
+  char* p;
   void put(char c) { *p++ = c; }
   void put(std::string_view s) {
     if (s.empty()) return;
@@ -131,7 +131,7 @@ constexpr int max_value_depth = 128; // nesting of arrays and maps that to_strin
 
 // Shortest text that reads back as the same double, with ".0" added to integral values so
 // that a float stays recognisable as one.
-std::string_view format_double(double d, std::array<char, 40> &buf) {
+std::string_view format_double(double d, std::array<char, 40>& buf) {
   if (std::isnan(d)) return "nan";
   if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
   auto [ptr, ec] = std::to_chars(buf.data(), buf.data() + buf.size() - 2, d);
@@ -144,14 +144,14 @@ std::string_view format_double(double d, std::array<char, 40> &buf) {
   return {buf.data(), static_cast<std::size_t>(ptr - buf.data())};
 }
 
-std::string_view format_int(std::int64_t i, std::array<char, 40> &buf) {
+std::string_view format_int(std::int64_t i, std::array<char, 40>& buf) {
   auto [ptr, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), i);
   (void)ec;
   return {buf.data(), static_cast<std::size_t>(ptr - buf.data())};
 }
 
-std::string_view field_name(const state::FieldNames *names, state::FieldId id,
-                            std::array<char, 40> &buf) {
+std::string_view field_name(const state::FieldNames* names, state::FieldId id,
+                            std::array<char, 40>& buf) {
   if (names != nullptr && id < names->size()) return names->name(id);
   buf[0] = '#'; // a map built with other FieldNames: no name to show
   auto [ptr, ec] = std::to_chars(buf.data() + 1, buf.data() + buf.size(), id);
@@ -159,7 +159,7 @@ std::string_view field_name(const state::FieldNames *names, state::FieldId id,
   return {buf.data(), static_cast<std::size_t>(ptr - buf.data())};
 }
 
-template <typename Sink> void write_json_string(std::string_view s, Sink &out) {
+template <typename Sink> void write_json_string(std::string_view s, Sink& out) {
   static const char hex[] = "0123456789abcdef";
   out.put('"');
   for (char c : s) {
@@ -186,7 +186,7 @@ template <typename Sink> void write_json_string(std::string_view s, Sink &out) {
 // The text form of a value: strings as they are (JSON-quoted when nested), null as "" at the
 // top (concat) and `null` when nested; non-finite floats are null inside JSON.
 template <typename Sink>
-bool write_text(const Value &v, const state::FieldNames *names, Sink &out, int depth) {
+bool write_text(const Value& v, const state::FieldNames* names, Sink& out, int depth) {
   if (depth > max_value_depth) return false;
   bool nested = depth > 0;
   std::array<char, 40> buf;
@@ -265,14 +265,14 @@ struct Fnv {
   }
 };
 
-bool float_as_int(double d, std::int64_t &out) {
+bool float_as_int(double d, std::int64_t& out) {
   if (!std::isfinite(d) || d != std::trunc(d)) return false;
   if (d < -9223372036854775808.0 || d >= 9223372036854775808.0) return false;
   out = static_cast<std::int64_t>(d);
   return true;
 }
 
-bool hash_into(Fnv &h, const Value &v, const state::FieldNames *names, int depth) {
+bool hash_into(Fnv& h, const Value& v, const state::FieldNames* names, int depth) {
   if (depth > max_value_depth) return false;
   switch (v.kind) {
   case Kind::Null: h.byte('n'); return true;
@@ -355,7 +355,7 @@ std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
   return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
 }
 
-void civil_from_days(std::int64_t z, std::int64_t &y, unsigned &m, unsigned &d) {
+void civil_from_days(std::int64_t z, std::int64_t& y, unsigned& m, unsigned& d) {
   z += 719468;
   const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
   const auto doe = static_cast<unsigned>(z - era * 146097);
@@ -377,10 +377,10 @@ unsigned days_in_month(std::int64_t y, unsigned m) {
   return m == 2 && is_leap(y) ? 29 : days[m - 1];
 }
 
-constexpr const char *month_names[] = {"January",   "February", "March",    "April",
+constexpr const char* month_names[] = {"January",   "February", "March",    "April",
                                        "May",       "June",     "July",     "August",
                                        "September", "October",  "November", "December"};
-constexpr const char *weekday_names[] = {"Sunday",   "Monday", "Tuesday", "Wednesday",
+constexpr const char* weekday_names[] = {"Sunday",   "Monday", "Tuesday", "Wednesday",
                                          "Thursday", "Friday", "Saturday"};
 
 char lower_ascii(char c) {
@@ -414,7 +414,7 @@ class TimeParser {
 public:
   TimeParser(std::string_view in) : in_(in) {}
 
-  bool run(std::string_view format, TimeFields &t, int depth = 0) {
+  bool run(std::string_view format, TimeFields& t, int depth = 0) {
     for (std::size_t f = 0; f < format.size(); ++f) {
       char c = format[f];
       if (is_ascii_space(c)) {
@@ -434,7 +434,7 @@ public:
   }
 
 private:
-  bool number(int min_digits, int max_digits, std::int64_t &out) {
+  bool number(int min_digits, int max_digits, std::int64_t& out) {
     std::size_t start = p_;
     out = 0;
     while (p_ < in_.size() && static_cast<int>(p_ - start) < max_digits && in_[p_] >= '0' &&
@@ -442,14 +442,14 @@ private:
       out = out * 10 + (in_[p_++] - '0');
     return static_cast<int>(p_ - start) >= min_digits;
   }
-  bool number(int min_digits, int max_digits, int &out) {
+  bool number(int min_digits, int max_digits, int& out) {
     std::int64_t v;
     if (!number(min_digits, max_digits, v)) return false;
     out = static_cast<int>(v);
     return true;
   }
 
-  bool name(const char *const *names, int count, int &index) {
+  bool name(const char* const* names, int count, int& index) {
     std::string_view rest = in_.substr(p_);
     for (int k = 0; k < count; ++k) // full names first: "March" before "Mar"
       if (starts_with_nocase(rest, names[k])) {
@@ -466,7 +466,7 @@ private:
     return false;
   }
 
-  bool offset(TimeFields &t) {
+  bool offset(TimeFields& t) {
     if (p_ < in_.size() && (in_[p_] == 'Z' || in_[p_] == 'z')) {
       ++p_;
       t.offset_min = 0;
@@ -483,7 +483,7 @@ private:
     return true;
   }
 
-  bool directive(char d, TimeFields &t, int depth) {
+  bool directive(char d, TimeFields& t, int depth) {
     switch (d) {
     case 'Y': return number(1, 4, t.year);
     case 'm': return number(1, 2, t.month);
@@ -575,7 +575,7 @@ private:
   std::size_t p_ = 0;
 };
 
-bool fields_to_ms(TimeFields &t, std::int64_t &ms) {
+bool fields_to_ms(TimeFields& t, std::int64_t& ms) {
   if (t.has_epoch) {
     ms = t.epoch_s * 1000 + t.ms;
     return true;
@@ -606,7 +606,7 @@ bool fields_to_ms(TimeFields &t, std::int64_t &ms) {
 
 // RFC 3339: 2024-01-02T03:04:05Z, with optional fraction and a numeric offset; 't', 'z' and
 // a space separator are accepted too (RFC 3339 §5.6 note).
-bool parse_rfc3339(std::string_view s, std::int64_t &ms) {
+bool parse_rfc3339(std::string_view s, std::int64_t& ms) {
   TimeFields t;
   std::size_t sep = 10;
   if (s.size() < 20 || (s[sep] != 'T' && s[sep] != 't' && s[sep] != ' ')) return false;
@@ -614,7 +614,7 @@ bool parse_rfc3339(std::string_view s, std::int64_t &ms) {
     if (s[k] != '-') return false;
   for (std::size_t k : {13u, 16u})
     if (s[k] != ':') return false;
-  auto digits = [&](std::size_t at, std::size_t n, int &out) {
+  auto digits = [&](std::size_t at, std::size_t n, int& out) {
     out = 0;
     for (std::size_t k = at; k < at + n; ++k) {
       if (s[k] < '0' || s[k] > '9') return false;
@@ -634,7 +634,7 @@ bool parse_rfc3339(std::string_view s, std::int64_t &ms) {
   return fields_to_ms(t, ms);
 }
 
-template <typename Sink> void pad(Sink &out, std::int64_t v, int width, char fill = '0') {
+template <typename Sink> void pad(Sink& out, std::int64_t v, int width, char fill = '0') {
   std::array<char, 40> buf;
   std::string_view s = format_int(v, buf);
   for (int k = static_cast<int>(s.size()); k < width; ++k)
@@ -665,7 +665,7 @@ CivilTime civil(std::int64_t ms) {
 }
 
 template <typename Sink>
-void write_time(const CivilTime &c, std::string_view format, Sink &out, int depth = 0) {
+void write_time(const CivilTime& c, std::string_view format, Sink& out, int depth = 0) {
   for (std::size_t f = 0; f < format.size(); ++f) {
     if (format[f] != '%' || f + 1 >= format.size()) {
       out.put(format[f]);
@@ -764,11 +764,11 @@ std::regex compile_regex(std::string_view pattern) {
                     std::regex::ECMAScript | std::regex_constants::__polynomial);
 }
 
-const char *kind_of(const Value &v) {
+const char* kind_of(const Value& v) {
   return state::kind_name(v.kind);
 }
 
-bool make_text(Env &env, std::size_t size, char *&p, Value &out) {
+bool make_text(Env& env, std::size_t size, char*& p, Value& out) {
   if (size > std::numeric_limits<std::uint32_t>::max())
     return fail(env, "string result longer than 4 GiB");
   p = allocate(env, size);
@@ -777,7 +777,7 @@ bool make_text(Env &env, std::size_t size, char *&p, Value &out) {
   return true;
 }
 
-bool to_int_from_double(Env &env, const Node &call, double d, std::int64_t &out) {
+bool to_int_from_double(Env& env, const Node& call, double d, std::int64_t& out) {
   if (!std::isfinite(d) || d < -9223372036854775808.0 || d >= 9223372036854775808.0) {
     std::array<char, 40> buf;
     return fail_in(env, call,
@@ -795,7 +795,7 @@ std::string_view number_text(std::string_view s) {
   return s;
 }
 
-bool parse_double(std::string_view s, double &d) {
+bool parse_double(std::string_view s, double& d) {
   if (s.empty()) return false;
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
   return ec == std::errc() && ptr == s.data() + s.size();
@@ -806,17 +806,17 @@ std::string excerpt(std::string_view s) {
   return "'" + std::string(s) + "'";
 }
 
-bool is_nan(const Value &v) {
+bool is_nan(const Value& v) {
   return v.kind == Kind::Float && std::isnan(v.f);
 }
 
-bool fn_min_max(const Node &call, const Value *args, std::uint32_t n, Env &env, Value &out) {
+bool fn_min_max(const Node& call, const Value* args, std::uint32_t n, Env& env, Value& out) {
   bool want_max = call.fn->fn == Fn::Max;
   bool any_float = false;
   std::uint32_t best = 0;
   for (std::uint32_t k = 0; k < n; ++k) {
-    const Value &a = args[k];
-    const Value &b = args[best];
+    const Value& a = args[k];
+    const Value& b = args[best];
     if (a.is_number() != b.is_number())
       return fail_in(env, call,
                      std::string("cannot compare ") + kind_of(b) + " with " + kind_of(a));
@@ -834,7 +834,7 @@ bool fn_min_max(const Node &call, const Value *args, std::uint32_t n, Env &env, 
   return true;
 }
 
-bool fn_split(const Node &call, const Value *args, Env &env, Value &out) {
+bool fn_split(const Node& call, const Value* args, Env& env, Value& out) {
   std::string_view s = args[0].str();
   std::string_view sep = args[1].str();
   if (sep.empty()) return fail_in(env, call, "split: the separator is empty");
@@ -843,7 +843,7 @@ bool fn_split(const Node &call, const Value *args, Env &env, Value &out) {
        at = s.find(sep, at + sep.size()))
     ++count;
   if (env.ctx.arena == nullptr) return allocate(env, 1) != nullptr; // reports the missing arena
-  Value *parts = env.ctx.arena->allocate_array<Value>(count);
+  Value* parts = env.ctx.arena->allocate_array<Value>(count);
   std::size_t start = 0;
   for (std::size_t k = 0; k < count; ++k) {
     std::size_t at = k + 1 < count ? s.find(sep, start) : s.size();
@@ -854,12 +854,12 @@ bool fn_split(const Node &call, const Value *args, Env &env, Value &out) {
   return true;
 }
 
-bool fn_concat(const Value *args, std::uint32_t n, Env &env, Value &out) {
+bool fn_concat(const Value* args, std::uint32_t n, Env& env, Value& out) {
   CountSink count;
   for (std::uint32_t k = 0; k < n; ++k)
     if (!write_text(args[k], env.names, count, 0))
       return fail(env, "concat: value nested too deeply");
-  char *p;
+  char* p;
   if (!make_text(env, count.n, p, out)) return false;
   WriteSink write{p};
   for (std::uint32_t k = 0; k < n; ++k)
@@ -867,9 +867,9 @@ bool fn_concat(const Value *args, std::uint32_t n, Env &env, Value &out) {
   return true;
 }
 
-bool fn_regex(const Node &call, const Value *args, Env &env, Value &out) {
+bool fn_regex(const Node& call, const Value* args, Env& env, Value& out) {
   std::string_view s = args[0].str();
-  const std::regex *re = call.regex ? &*call.regex : nullptr;
+  const std::regex* re = call.regex ? &*call.regex : nullptr;
   try {
     if (re == nullptr) {
       std::string_view pattern = args[1].str();
@@ -883,18 +883,18 @@ bool fn_regex(const Node &call, const Value *args, Env &env, Value &out) {
       }
       re = &*call.cached_regex;
     }
-    const char *first = s.empty() ? "" : s.data();
+    const char* first = s.empty() ? "" : s.data();
     out = Value::boolean(std::regex_search(first, first + s.size(), *re));
     return true;
-  } catch (const std::exception &e) {
+  } catch (const std::exception& e) {
     return fail_in(env, call, std::string("regex_match: ") + e.what());
   }
 }
 
 } // namespace
 
-const FunctionInfo *find_function(std::string_view name) {
-  for (const auto &f : function_table)
+const FunctionInfo* find_function(std::string_view name) {
+  for (const auto& f : function_table)
     if (f.name == name) return &f;
   return nullptr;
 }
@@ -902,7 +902,7 @@ const FunctionInfo *find_function(std::string_view name) {
 std::string closest_function(std::string_view name) {
   std::string_view best;
   std::size_t best_distance = std::numeric_limits<std::size_t>::max();
-  for (const auto &f : function_table) {
+  for (const auto& f : function_table) {
     std::size_t d = edit_distance(name, f.name);
     // A prefix ("regex" for "regex_match") is as good as a typo.
     if (name.size() >= 3 && f.name.substr(0, name.size()) == name) d = std::min<std::size_t>(d, 1);
@@ -915,7 +915,7 @@ std::string closest_function(std::string_view name) {
   return best_distance <= limit ? std::string(best) : std::string();
 }
 
-void prepare_call(Node &call) {
+void prepare_call(Node& call) {
   Fn fn = call.fn->fn;
   if (fn == Fn::RegexMatch && call.args[1]->op == Op::Literal &&
       call.args[1]->literal.kind == Kind::String) {
@@ -924,7 +924,7 @@ void prepare_call(Node &call) {
     if (!problem.empty()) throw ExpressionError(call.args[1]->begin, "regex_match: " + problem);
     try {
       call.regex = compile_regex(pattern);
-    } catch (const std::exception &e) {
+    } catch (const std::exception& e) {
       throw ExpressionError(call.args[1]->begin,
                             std::string("regex_match: invalid pattern: ") + e.what());
     }
@@ -937,20 +937,20 @@ void prepare_call(Node &call) {
   }
 }
 
-bool fail(Env &env, std::string message) {
+bool fail(Env& env, std::string message) {
   env.ctx.error = std::move(message);
   return false;
 }
 
-char *allocate(Env &env, std::size_t n) {
+char* allocate(Env& env, std::size_t n) {
   if (env.ctx.arena == nullptr) {
     fail(env, "this expression makes strings and needs EvalContext::arena");
     return nullptr;
   }
-  return static_cast<char *>(env.ctx.arena->allocate(n == 0 ? 1 : n, 1));
+  return static_cast<char*>(env.ctx.arena->allocate(n == 0 ? 1 : n, 1));
 }
 
-bool render(const Value &v, Env &env, Value &out) {
+bool render(const Value& v, Env& env, Value& out) {
   if (v.kind == Kind::String) {
     out = v;
     return true;
@@ -961,21 +961,21 @@ bool render(const Value &v, Env &env, Value &out) {
   }
   CountSink count;
   if (!write_text(v, env.names, count, 0)) return fail(env, "to_string: value nested too deeply");
-  char *p;
+  char* p;
   if (!make_text(env, count.n, p, out)) return false;
   WriteSink write{p};
   write_text(v, env.names, write, 0);
   return true;
 }
 
-bool hash_value(const Value &v, const state::FieldNames *names, std::uint64_t &out) {
+bool hash_value(const Value& v, const state::FieldNames* names, std::uint64_t& out) {
   Fnv h;
   if (!hash_into(h, v, names, 0)) return false;
   out = fmix64(h.h);
   return true;
 }
 
-long check_time_format(std::string_view format, std::string &error) {
+long check_time_format(std::string_view format, std::string& error) {
   for (std::size_t f = 0; f < format.size(); ++f) {
     if (format[f] != '%') continue;
     if (f + 1 >= format.size()) {
@@ -991,8 +991,8 @@ long check_time_format(std::string_view format, std::string &error) {
   return -1;
 }
 
-bool parse_time(std::string_view text, std::string_view format, std::int64_t &ms,
-                std::string &error) {
+bool parse_time(std::string_view text, std::string_view format, std::int64_t& ms,
+                std::string& error) {
   if (format.empty()) {
     if (parse_rfc3339(text, ms)) return true;
     error = excerpt(text) + " is not an RFC 3339 time (like 2024-01-02T03:04:05Z)";
@@ -1006,7 +1006,7 @@ bool parse_time(std::string_view text, std::string_view format, std::int64_t &ms
   return false;
 }
 
-int compare_numbers(const Value &a, const Value &b) {
+int compare_numbers(const Value& a, const Value& b) {
   auto sign = [](auto x, auto y) { return x < y ? -1 : (x > y ? 1 : 0); };
   if (a.kind == Kind::Int && b.kind == Kind::Int) return sign(a.i, b.i);
   if (a.kind == Kind::Float && b.kind == Kind::Float) {
@@ -1031,7 +1031,7 @@ int compare_numbers(const Value &a, const Value &b) {
   return flipped ? -c : c;
 }
 
-bool equal_values(const Value &a, const Value &b, int depth) {
+bool equal_values(const Value& a, const Value& b, int depth) {
   if (a.is_number() && b.is_number()) return compare_numbers(a, b) == 0;
   if (a.kind != b.kind || depth > max_value_depth) return false;
   switch (a.kind) {
@@ -1046,7 +1046,7 @@ bool equal_values(const Value &a, const Value &b, int depth) {
   case Kind::Map:
     if (a.size != b.size) return false;
     for (std::uint32_t k = 0; k < a.size; ++k) {
-      const Value *match = nullptr;
+      const Value* match = nullptr;
       for (std::uint32_t m = 0; m < b.size && match == nullptr; ++m)
         if (b.map[m].name == a.map[k].name) match = &b.map[m].value;
       if (match == nullptr || !equal_values(a.map[k].value, *match, depth + 1)) return false;
@@ -1056,7 +1056,7 @@ bool equal_values(const Value &a, const Value &b, int depth) {
   }
 }
 
-bool call_function(const Node &call, const Value *args, std::uint32_t n, Env &env, Value &out) {
+bool call_function(const Node& call, const Value* args, std::uint32_t n, Env& env, Value& out) {
   switch (call.fn->fn) {
   case Fn::If: return fail_in(env, call, "internal: if() reached call_function");
   case Fn::Len: out = Value::integer(args[0].size); return true;
@@ -1064,7 +1064,7 @@ bool call_function(const Node &call, const Value *args, std::uint32_t n, Env &en
   case Fn::Upper: {
     std::string_view s = args[0].str();
     bool upper = call.fn->fn == Fn::Upper;
-    char *p;
+    char* p;
     if (!make_text(env, s.size(), p, out)) return false;
     for (std::size_t k = 0; k < s.size(); ++k) {
       char c = s[k];
@@ -1095,7 +1095,7 @@ bool call_function(const Node &call, const Value *args, std::uint32_t n, Env &en
   case Fn::Split: return fn_split(call, args, env, out);
   case Fn::Concat: return fn_concat(args, n, env, out);
   case Fn::ToInt: {
-    const Value &v = args[0];
+    const Value& v = args[0];
     std::int64_t i = 0;
     switch (v.kind) {
     case Kind::Int: i = v.i; break;
@@ -1123,7 +1123,7 @@ bool call_function(const Node &call, const Value *args, std::uint32_t n, Env &en
     return true;
   }
   case Fn::ToFloat: {
-    const Value &v = args[0];
+    const Value& v = args[0];
     double d = 0;
     if (v.kind == Kind::Bool)
       d = v.b ? 1 : 0;
@@ -1196,7 +1196,7 @@ bool call_function(const Node &call, const Value *args, std::uint32_t n, Env &en
     CivilTime c = civil(ms);
     CountSink count;
     write_time(c, format, count);
-    char *p;
+    char* p;
     if (!make_text(env, count.n, p, out)) return false;
     WriteSink write{p};
     write_time(c, format, write);

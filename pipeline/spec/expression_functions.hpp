@@ -56,39 +56,39 @@ struct FunctionInfo {
   KindMask param(std::size_t k) const { return max_args == variadic ? params[0] : params[k]; }
 };
 
-const FunctionInfo *find_function(std::string_view name);
+const FunctionInfo* find_function(std::string_view name);
 // The known function nearest to `name` by edit distance, or "" when none is close.
 std::string closest_function(std::string_view name);
 
 // Called by the parser once a call's arguments are parsed: compiles a literal regex, checks a
 // literal time format. Throws ExpressionError.
-void prepare_call(Node &call);
+void prepare_call(Node& call);
 
 // Runs the function on evaluated arguments (none null if nulls_propagate; kinds as declared).
-bool call_function(const Node &call, const state::Value *args, std::uint32_t n, Env &env,
-                   state::Value &out);
+bool call_function(const Node& call, const state::Value* args, std::uint32_t n, Env& env,
+                   state::Value& out);
 
 // Sets env.ctx.error and returns false, so that `return fail(env, ...)` reads naturally.
-bool fail(Env &env, std::string message);
+bool fail(Env& env, std::string message);
 // `n` bytes in the caller's arena; nullptr with an error when the context has no arena.
-char *allocate(Env &env, std::size_t n);
+char* allocate(Env& env, std::size_t n);
 
 // Text of a value as to_string() renders it: strings as they are, arrays and maps as JSON.
-bool render(const state::Value &v, Env &env, state::Value &out);
+bool render(const state::Value& v, Env& env, state::Value& out);
 // Stable 64-bit hash of a value's canonical bytes (see the format in the .cpp).
-bool hash_value(const state::Value &v, const state::FieldNames *names, std::uint64_t &out);
+bool hash_value(const state::Value& v, const state::FieldNames* names, std::uint64_t& out);
 
 // RFC 3339 (`2024-01-02T03:04:05.123+02:00`) or, with a format, strftime-like directives.
 // Both return false with `error` set when the text does not match.
-bool parse_time(std::string_view text, std::string_view format, std::int64_t &ms,
-                std::string &error);
+bool parse_time(std::string_view text, std::string_view format, std::int64_t& ms,
+                std::string& error);
 // Checks a format for unknown directives; returns the offset of the bad one or -1.
-long check_time_format(std::string_view format, std::string &error);
+long check_time_format(std::string_view format, std::string& error);
 
 // Three-way comparison of numbers without losing precision for large ints (NaN: unordered,
 // returned as 2).
-int compare_numbers(const state::Value &a, const state::Value &b);
+int compare_numbers(const state::Value& a, const state::Value& b);
 // Deep equality of two values of the same kind family (ints equal floats of the same value).
-bool equal_values(const state::Value &a, const state::Value &b, int depth = 0);
+bool equal_values(const state::Value& a, const state::Value& b, int depth = 0);
 
 } // namespace streamctl::pipeline::expr

@@ -47,7 +47,7 @@ std::string describe_mask(KindMask mask) {
   return out.empty() ? "nothing" : out;
 }
 
-std::string describe_operand(const Node &node, const std::string &fallback) {
+std::string describe_operand(const Node& node, const std::string& fallback) {
   if (node.op == Op::Field) return "field '" + node.name + "'";
   return fallback;
 }
@@ -65,7 +65,7 @@ std::string kinds_name(KindMask mask) {
   return out;
 }
 
-[[noreturn]] void error(std::uint32_t at, const std::string &message) {
+[[noreturn]] void error(std::uint32_t at, const std::string& message) {
   throw ExpressionError(at, message);
 }
 
@@ -131,7 +131,7 @@ int hex_value(char c) {
   return -1;
 }
 
-void append_utf8(std::string &out, std::uint32_t cp) {
+void append_utf8(std::string& out, std::uint32_t cp) {
   if (cp < 0x80) {
     out += static_cast<char>(cp);
   } else if (cp < 0x800) {
@@ -187,7 +187,7 @@ private:
     return k_ + ahead < text_.size() && text_[k_ + ahead] == c;
   }
 
-  void number(Token &t) {
+  void number(Token& t) {
     std::size_t start = k_;
     bool is_float = false;
     while (k_ < text_.size() && is_digit(text_[k_]))
@@ -214,8 +214,8 @@ private:
       error(static_cast<std::uint32_t>(start),
             "malformed number '" + std::string(text_.substr(start, k_ - start)) + "'");
     }
-    const char *first = text_.data() + start;
-    const char *last = text_.data() + k_;
+    const char* first = text_.data() + start;
+    const char* last = text_.data() + k_;
     if (is_float) {
       t.kind = Tok::Float;
       auto [ptr, ec] = std::from_chars(first, last, t.f);
@@ -235,7 +235,7 @@ private:
     }
   }
 
-  void identifier(Token &t) {
+  void identifier(Token& t) {
     std::size_t start = k_;
     while (k_ < text_.size() && is_ident_char(text_[k_]))
       ++k_;
@@ -243,7 +243,7 @@ private:
     t.value = std::string(text_.substr(start, k_ - start));
   }
 
-  void string(Token &t) {
+  void string(Token& t) {
     char quote = text_[k_];
     std::uint32_t start = pos();
     ++k_;
@@ -308,7 +308,7 @@ private:
     return cp;
   }
 
-  void quoted(Token &t) {
+  void quoted(Token& t) {
     std::uint32_t start = pos();
     ++k_;
     t.kind = Tok::Quoted;
@@ -328,7 +328,7 @@ private:
     if (t.value.empty()) error(start, "empty field name ``");
   }
 
-  void punctuation(Token &t) {
+  void punctuation(Token& t) {
     char c = text_[k_];
     auto one = [&](Tok kind) {
       t.kind = kind;
@@ -377,7 +377,7 @@ private:
   std::size_t k_ = 0;
 };
 
-const char *op_symbol(Op op) {
+const char* op_symbol(Op op) {
   switch (op) {
   case Op::Neg: return "-";
   case Op::Not: return "!";
@@ -408,13 +408,13 @@ bool is_aggregate(std::string_view name) {
 
 class Parser {
 public:
-  Parser(std::string_view text, state::FieldNames &names, ExpressionNode &program)
+  Parser(std::string_view text, state::FieldNames& names, ExpressionNode& program)
       : text_(text), names_(names), program_(program) {}
 
   std::unique_ptr<Node> run() {
     tokens_ = Lexer(text_).run();
     auto root = expression();
-    const Token &t = peek();
+    const Token& t = peek();
     if (t.kind != Tok::End) error(t.begin, "unexpected " + token_text(t));
     return root;
   }
@@ -422,20 +422,20 @@ public:
 private:
   // Guards recursion for every construct that nests: parentheses, calls, brackets, unary.
   struct Nest {
-    Nest(Parser &p, std::uint32_t at) : parser(p) {
+    Nest(Parser& p, std::uint32_t at) : parser(p) {
       if (++parser.nesting_ > max_nesting)
         error(at, "expression nested too deeply (more than " + std::to_string(max_nesting) +
                       " levels)");
     }
     ~Nest() { --parser.nesting_; }
-    Nest(const Nest &) = delete;
-    Nest &operator=(const Nest &) = delete;
-    Parser &parser;
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+    Parser& parser;
   };
 
-  const Token &peek() const { return tokens_[pos_]; }
-  const Token &next() {
-    const Token &t = tokens_[pos_];
+  const Token& peek() const { return tokens_[pos_]; }
+  const Token& next() {
+    const Token& t = tokens_[pos_];
     if (t.kind != Tok::End) ++pos_;
     last_end_ = t.end;
     return t;
@@ -445,17 +445,17 @@ private:
     next();
     return true;
   }
-  void expect(Tok kind, const char *message) {
+  void expect(Tok kind, const char* message) {
     if (peek().kind == kind) {
       next();
       return;
     }
-    const Token &t = peek();
+    const Token& t = peek();
     if (t.kind == Tok::End) error(t.begin, std::string(message) + " before the end of expression");
     error(t.begin, std::string(message) + ", found " + token_text(t));
   }
 
-  std::string token_text(const Token &t) const {
+  std::string token_text(const Token& t) const {
     if (t.kind == Tok::End) return "end of expression";
     std::string_view s = text_.substr(t.begin, t.end - t.begin);
     if (s.size() > 24) return "'" + std::string(s.substr(0, 21)) + "...'";
@@ -471,11 +471,11 @@ private:
   }
 
   // Sets the node's extent to what has been consumed, its text and its depth.
-  void close(Node &n) {
+  void close(Node& n) {
     n.end = std::max(last_end_, n.begin);
     n.text = std::string(text_.substr(n.begin, n.end - n.begin));
     int depth = 0;
-    for (auto &a : n.args)
+    for (auto& a : n.args)
       depth = std::max(depth, a->depth);
     n.depth = depth + 1;
     if (n.depth > max_tree_depth)
@@ -488,7 +488,7 @@ private:
     return state::Value::string(program_.strings.back());
   }
 
-  std::unique_ptr<Node> literal(const Token &t, state::Value v) {
+  std::unique_ptr<Node> literal(const Token& t, state::Value v) {
     auto n = make(Op::Literal, t.begin, t.begin);
     n->literal = v;
     n->type = mask_of(v.kind);
@@ -570,12 +570,12 @@ private:
   std::unique_ptr<Node> unary() {
     Tok k = peek().kind;
     if (k != Tok::Minus && k != Tok::Bang) return postfix();
-    const Token &op_token = next();
+    const Token& op_token = next();
     std::uint32_t at = op_token.begin;
     Nest nest(*this, at);
     if (k == Tok::Minus && peek().kind == Tok::Int && peek().min_int) {
       // -9223372036854775808: the one int literal whose magnitude does not fit.
-      const Token &t = next();
+      const Token& t = next();
       auto n = make(Op::Literal, at, at);
       n->literal = state::Value::integer(INT64_MIN);
       n->type = int_mask;
@@ -622,7 +622,7 @@ private:
   }
 
   std::unique_ptr<Node> primary() {
-    const Token &t = next();
+    const Token& t = next();
     switch (t.kind) {
     case Tok::Int:
       if (t.min_int) error(t.begin, "integer out of range '9223372036854775808'");
@@ -651,13 +651,13 @@ private:
     }
   }
 
-  std::unique_ptr<Node> field(const Token &first) {
+  std::unique_ptr<Node> field(const Token& first) {
     auto n = make(Op::Field, first.begin, first.begin);
     n->name = first.value;
     n->path.push_back(names_.intern(first.value));
     while (peek().kind == Tok::Dot) {
       next();
-      const Token &seg = next();
+      const Token& seg = next();
       if (seg.kind != Tok::Ident && seg.kind != Tok::Quoted)
         error(seg.begin, "expected a field name after '.'");
       n->name += '.';
@@ -672,10 +672,10 @@ private:
     return n;
   }
 
-  std::unique_ptr<Node> call(const Token &name_token) {
-    const std::string &name = name_token.value;
+  std::unique_ptr<Node> call(const Token& name_token) {
+    const std::string& name = name_token.value;
     std::uint32_t at = name_token.begin;
-    const FunctionInfo *fn = find_function(name);
+    const FunctionInfo* fn = find_function(name);
     if (fn == nullptr) {
       if (is_aggregate(name))
         error(at, "'" + name + "' is an aggregate function; use it in `aggregates`");
@@ -705,7 +705,7 @@ private:
       n->type = n->args[1]->type | n->args[2]->type;
       if (n->args[0]->op == Op::Literal) {
         // Decided at compile time: keep the branch that is taken (null counts as false).
-        const state::Value &v = n->args[0]->literal;
+        const state::Value& v = n->args[0]->literal;
         bool take = v.kind == state::Kind::Bool && v.b;
         return std::move(n->args[take ? 1 : 2]);
       }
@@ -713,7 +713,7 @@ private:
     }
     bool may_be_null = false;
     for (std::size_t k = 0; k < n->args.size(); ++k) {
-      const Node &a = *n->args[k];
+      const Node& a = *n->args[k];
       KindMask accepted = fn->param(k) | null_mask;
       if (!(a.type & accepted))
         error(a.begin, "argument " + std::to_string(k + 1) + " of " + name + "() must be " +
@@ -722,11 +722,12 @@ private:
     }
     n->type = fn->result;
     if (fn->nulls_propagate && may_be_null) n->type |= null_mask;
+    if (n->args.size() > max_inline_args) n->scratch.resize(n->args.size());
     prepare_call(*n);
     return fold(std::move(n));
   }
 
-  void check_arity(const Node &n, const FunctionInfo &fn) {
+  void check_arity(const Node& n, const FunctionInfo& fn) {
     std::size_t got = n.args.size();
     if (got >= fn.min_args && (fn.max_args == variadic || got <= fn.max_args)) return;
     std::string name(fn.name);
@@ -751,7 +752,7 @@ private:
     bool any_null = (l & null_mask) || (r & null_mask);
     bool both_numbers = (l & number_mask) && (r & number_mask);
     std::string sym = op_symbol(op);
-    auto operand_check = [&](const Node &side, KindMask accepted, const char *what) {
+    auto operand_check = [&](const Node& side, KindMask accepted, const char* what) {
       if (!(side.type & (accepted | null_mask)))
         error(side.begin,
               "operator '" + sym + "' expects " + what + ", got " + kinds_name(side.type));
@@ -803,11 +804,11 @@ private:
     return t;
   }
 
-  void check_nary(Node &n) {
+  void check_nary(Node& n) {
     if (n.op == Op::Coalesce) {
       KindMask t = 0;
       bool may_be_null = true;
-      for (auto &a : n.args) {
+      for (auto& a : n.args) {
         t |= a->type & ~null_mask;
         if (!(a->type & null_mask)) {
           may_be_null = false;
@@ -817,7 +818,7 @@ private:
       n.type = may_be_null ? (t | null_mask) : t;
       return;
     }
-    for (auto &a : n.args)
+    for (auto& a : n.args)
       if (!(a->type & (bool_mask | null_mask)))
         error(a->begin, std::string("operator '") + op_symbol(n.op) + "' expects bools, got " +
                             kinds_name(a->type));
@@ -830,7 +831,7 @@ private:
   std::unique_ptr<Node> fold(std::unique_ptr<Node> n) {
     if (n->op == Op::Literal || n->op == Op::Field) return n;
     if (n->op == Op::Call && !n->fn->pure) return n;
-    for (auto &a : n->args)
+    for (auto& a : n->args)
       if (a->op != Op::Literal) return n;
     state::Record empty;
     EvalContext ctx;
@@ -851,8 +852,8 @@ private:
   }
 
   std::string_view text_;
-  state::FieldNames &names_;
-  ExpressionNode &program_;
+  state::FieldNames& names_;
+  ExpressionNode& program_;
   std::vector<Token> tokens_;
   std::size_t pos_ = 0;
   std::uint32_t last_end_ = 0;
@@ -862,7 +863,7 @@ private:
 
 } // namespace
 
-void parse(std::string_view text, state::FieldNames &names, ExpressionNode &program) {
+void parse(std::string_view text, state::FieldNames& names, ExpressionNode& program) {
   if (text.size() > (1u << 20)) throw ExpressionError(0, "expression longer than 1 MiB");
   program.names = &names;
   Parser parser(text, names, program);

@@ -43,8 +43,9 @@ constexpr KindMask any_mask =
 std::string describe_mask(KindMask mask);
 
 // Limits that keep compile() and eval() within a bounded stack whatever the text.
-constexpr int max_nesting = 256;     // parentheses, calls, brackets and unary operators
-constexpr int max_tree_depth = 2048; // also bounds long chains such as a + b + c + ...
+constexpr int max_nesting = 256;             // parentheses, calls, brackets and unary operators
+constexpr int max_tree_depth = 2048;         // also bounds long chains such as a + b + c + ...
+constexpr std::uint32_t max_inline_args = 8; // call arguments evaluated on the stack
 
 enum class Op : std::uint8_t {
   Literal,
@@ -91,8 +92,11 @@ struct Node {
   // evaluated by one task thread only (the same rule as FieldNames and Arena).
   mutable std::uint32_t hint = 0;
 
-  const FunctionInfo *fn = nullptr;        // Op::Call
+  const FunctionInfo* fn = nullptr;        // Op::Call
   std::vector<std::unique_ptr<Node>> args; // operands, in order
+  // Evaluated arguments of a call with more than max_inline_args of them, so that eval does
+  // not allocate (a node is never evaluated re-entrantly; same single-thread rule as `hint`).
+  mutable std::vector<state::Value> scratch;
 
   // regex_match: the pattern compiled once when it is a literal; otherwise the last pattern
   // seen and its compiled form (same single-thread rule as `hint`).
@@ -111,33 +115,33 @@ struct ExpressionNode {
   std::deque<std::string> strings;
   // Names are needed at run time to render and hash maps (keys are FieldIds). The FieldNames
   // given to compile() must outlive the Expression.
-  const state::FieldNames *names = nullptr;
+  const state::FieldNames* names = nullptr;
   std::vector<std::string> fields; // top-level fields read, in order of first use
 
   // True when `v` (or an element of it) points into `strings`: such a result is copied into
   // the caller's arena so that it does not depend on the Expression's lifetime.
-  bool borrows(const state::Value &v, int depth = 0) const;
+  bool borrows(const state::Value& v, int depth = 0) const;
 };
 
 namespace expr {
 
 // What eval needs besides the node: the record, the caller's context, and the names.
 struct Env {
-  const state::Record &record;
-  EvalContext &ctx;
-  const state::FieldNames *names;
+  const state::Record& record;
+  EvalContext& ctx;
+  const state::FieldNames* names;
 };
 
 // Evaluates one node (expression.cpp). Returns false with env.ctx.error set on a per-record
 // error; never throws.
-bool eval(const Node &node, Env &env, state::Value &out);
+bool eval(const Node& node, Env& env, state::Value& out);
 
 // Parses, type-checks and constant-folds `text` (expression_parser.cpp). Throws
 // ExpressionError.
-void parse(std::string_view text, state::FieldNames &names, ExpressionNode &program);
+void parse(std::string_view text, state::FieldNames& names, ExpressionNode& program);
 
 // "field 'x'" for a field, else `fallback` ("left operand of '*'").
-std::string describe_operand(const Node &node, const std::string &fallback);
+std::string describe_operand(const Node& node, const std::string& fallback);
 
 } // namespace expr
 } // namespace streamctl::pipeline

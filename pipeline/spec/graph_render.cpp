@@ -54,6 +54,16 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
+// A dot string: quotes escaped, and "\n" kept as Graphviz's line break.
+std::string dot_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
 std::string tasks_of(const PhysicalPlan& plan, const Chain& chain) {
   std::vector<int> ids;
   for (const auto& t : plan.tasks)
@@ -95,21 +105,21 @@ std::string render_text(const PipelineSpec& spec, const PhysicalPlan& plan) {
 
 std::string render_dot(const PipelineSpec& spec, const PhysicalPlan& plan) {
   std::ostringstream out;
-  out << "digraph " << json_string(spec.name) << " {\n  rankdir=LR;\n  node [shape=box];\n";
+  out << "digraph " << dot_string(spec.name) << " {\n  rankdir=LR;\n  node [shape=box];\n";
   for (const auto& c : plan.chains) {
-    out << "  subgraph cluster_chain" << c.id << " {\n    label=" << json_string("chain " + std::to_string(c.id) + " x" + std::to_string(c.parallelism)) << ";\n";
+    out << "  subgraph cluster_chain" << c.id << " {\n    label=" << dot_string("chain " + std::to_string(c.id) + " x" + std::to_string(c.parallelism)) << ";\n";
     for (std::size_t n : c.nodes) {
       const auto& node = spec.nodes[n];
-      out << "    " << json_string(node.name) << " [label="
-          << json_string(node.name + "\\n" + node.type + " x" + std::to_string(spec.parallelism_of(node)))
+      out << "    " << dot_string(node.name) << " [label="
+          << dot_string(node.name + "\\n" + node.type + " x" + std::to_string(spec.parallelism_of(node)))
           << (node.role == NodeRole::Operator ? "" : node.role == NodeRole::Source ? ", shape=invhouse" : ", shape=house")
           << "];\n";
     }
     out << "  }\n";
   }
   for (const auto& e : edge_views(spec, plan)) {
-    out << "  " << json_string(spec.nodes[e.from].name) << " -> " << json_string(spec.nodes[e.to].name)
-        << " [label=" << json_string(e.fused ? "forward (fused)" : partition_name(e.partition))
+    out << "  " << dot_string(spec.nodes[e.from].name) << " -> " << dot_string(spec.nodes[e.to].name)
+        << " [label=" << dot_string(e.fused ? "forward (fused)" : partition_name(e.partition))
         << (e.fused ? "" : ", style=bold") << "];\n";
   }
   out << "}\n";

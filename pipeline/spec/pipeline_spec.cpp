@@ -1,5 +1,6 @@
 #include "pipeline/spec/pipeline_spec.hpp"
 #include "pipeline/spec/node_schema.hpp"
+#include "pipeline/spec/units.hpp"
 
 namespace streamctl::pipeline {
 
@@ -14,6 +15,13 @@ std::string position_of(const PipelineSpec& spec, const NodeSpec& node, std::str
     }
   }
   return spec.file.string() + ":" + std::to_string(line) + ":" + std::to_string(column);
+}
+
+std::int64_t duration_ms_or(const toml::node* value, std::int64_t fallback) {
+  if (value == nullptr) return fallback;
+  if (auto n = value->value<std::int64_t>()) return *n;
+  if (auto text = value->value<std::string>()) return parse_duration_ms(*text).value_or(fallback);
+  return fallback;
 }
 
 const char* role_name(NodeRole role) {

@@ -68,6 +68,10 @@ struct PipelineSpec {
 // for errors found after validation.
 std::string position_of(const PipelineSpec& spec, const NodeSpec& node, std::string_view key);
 
+// A Duration key's value in milliseconds: a string like "5s", or the integer 0 that validation
+// also accepts; `fallback` when absent.
+std::int64_t duration_ms_or(const toml::node* value, std::int64_t fallback);
+
 const char* role_name(NodeRole role);       // "source" | "operator" | "sink"
 const char* partition_name(Partition p);    // "forward" | "rebalance" | "broadcast" | "key"
 

@@ -29,13 +29,13 @@ struct Env {
     ctx.arena = &arena;
     ctx.now_ms = 1'700'000'000'000;
     auto str = [&](std::string_view s) { return Value::string(batch.copy_string(s)); };
-    Value *tags = batch.arena().allocate_array<Value>(3);
+    Value* tags = batch.arena().allocate_array<Value>(3);
     tags[0] = str("a");
     tags[1] = str("b");
     tags[2] = str("c");
-    Field *inner = batch.arena().allocate_array<Field>(1);
+    Field* inner = batch.arena().allocate_array<Field>(1);
     inner[0] = Field{names.intern("x"), Value::integer(1)};
-    Field *geo = batch.arena().allocate_array<Field>(3);
+    Field* geo = batch.arena().allocate_array<Field>(3);
     geo[0] = Field{names.intern("city"), str("Paris")};
     geo[1] = Field{names.intern("zip"), Value::integer(75001)};
     geo[2] = Field{names.intern("inner"), Value::map_of(inner, 1)};
@@ -116,7 +116,7 @@ CompileError compile_error(std::string_view text) {
   FieldNames names;
   try {
     Expression::compile(text, names);
-  } catch (const ExpressionError &e) {
+  } catch (const ExpressionError& e) {
     return {e.offset(), e.what()};
   }
   FAIL("expected a compile error for: " << text);
@@ -500,7 +500,7 @@ TEST_CASE("hash is stable across runs and machines", "[expression]") {
 TEST_CASE("hash of a map does not depend on field order or on FieldId values", "[expression]") {
   FieldNames first, second;
   second.intern("padding"); // shifts every id
-  auto hash_of_map = [](FieldNames &names, bool reversed) {
+  auto hash_of_map = [](FieldNames& names, bool reversed) {
     Batch batch;
     Field fields[2] = {{names.intern("k1"), Value::integer(1)},
                        {names.intern("k2"), Value::string("v")}};
@@ -601,7 +601,7 @@ TEST_CASE("regex_match searches, with a literal pattern compiled once", "[expres
   CHECK(env.error("regex_match(user, \"(\" + empty)").find("regex_match:") == 0);
   // Large inputs use the breadth-first matcher: no stack overflow.
   Batch batch;
-  FieldNames &names = env.names;
+  FieldNames& names = env.names;
   std::string big(200'000, 'a');
   RecordBuilder b;
   b.append(names.intern("big_text"), Value::string(batch.copy_string(big)));
@@ -635,9 +635,9 @@ TEST_CASE("eval_predicate: only true passes, null is false, other kinds fail", "
 
 TEST_CASE("compile errors carry the offset of the offending token", "[expression]") {
   struct Case {
-    const char *text;
+    const char* text;
     std::uint32_t offset;
-    const char *message;
+    const char* message;
   };
   const Case cases[] = {
       {"(1 + 2", 6, "expected ')' before the end of expression"},
@@ -695,7 +695,7 @@ TEST_CASE("compile errors carry the offset of the offending token", "[expression
       {"format_time(x, \"%Y %Q\")", 15, "format_time: unknown directive '%Q' in the time format"},
       {"parse_time(x, \"%\")", 14, "parse_time: format ends with a lone '%'"},
   };
-  for (const auto &c : cases) {
+  for (const auto& c : cases) {
     INFO(c.text);
     CompileError e = compile_error(c.text);
     CHECK(e.offset == c.offset);
@@ -728,6 +728,16 @@ TEST_CASE("a string literal result does not point into the Expression", "[expres
   CHECK(v.str() == "literal text");
 }
 
+TEST_CASE("a moved Expression keeps working", "[expression]") {
+  Env env;
+  auto a = Expression::compile("upper(user) + \"!\"", env.names);
+  Expression b = std::move(a);
+  Value v;
+  REQUIRE(b.eval(env.record, env.ctx, v));
+  CHECK(v.str() == "BOB!");
+  CHECK(b.text() == "upper(user) + \"!\"");
+}
+
 TEST_CASE("without an arena, functions that make strings fail cleanly", "[expression]") {
   Env env;
   env.ctx.arena = nullptr;
@@ -757,6 +767,11 @@ TEST_CASE("nesting is bounded at compile time", "[expression]") {
   for (int k = 0; k < 5000; ++k)
     long_sum += " + x";
   CHECK(compile_error(long_sum).message.find("expression too deep") != std::string::npos);
+  // Just under the limit, a chain evaluates without exhausting the stack.
+  std::string sum = "x";
+  for (int k = 1; k < 2000; ++k)
+    sum += " + x";
+  auto summed = Expression::compile(sum, names);
   // Long chains of || and && are flat and do not count as depth.
   std::string many_ors = "x == 0";
   for (int k = 1; k < 5000; ++k)
@@ -770,6 +785,9 @@ TEST_CASE("nesting is bounded at compile time", "[expression]") {
   bool out = false;
   REQUIRE(e.eval_predicate(batch[0], ctx, out));
   CHECK(out);
+  Value v;
+  REQUIRE(summed.eval(batch[0], ctx, v));
+  CHECK(v.i == 2000 * 4999);
 }
 
 TEST_CASE("deeply nested values are refused by to_string and hash, not crashed on",
@@ -778,7 +796,7 @@ TEST_CASE("deeply nested values are refused by to_string and hash, not crashed o
   Batch batch;
   Value v = Value::integer(1);
   for (int k = 0; k < 10'000; ++k) {
-    Value *cell = batch.arena().allocate_array<Value>(1);
+    Value* cell = batch.arena().allocate_array<Value>(1);
     cell[0] = v;
     v = Value::array_of(cell, 1);
   }
@@ -801,7 +819,7 @@ TEST_CASE("deeply nested values are refused by to_string and hash, not crashed o
 TEST_CASE("random garbage compiles or throws ExpressionError, and never crashes eval",
           "[expression]") {
   Env env;
-  static const char *const pieces[] = {"(",
+  static const char* const pieces[] = {"(",
                                        ")",
                                        "[",
                                        "]",
@@ -907,7 +925,7 @@ TEST_CASE("random garbage compiles or throws ExpressionError, and never crashes 
       }
       bool b;
       (void)e.eval_predicate(Record{}, env.ctx, b);
-    } catch (const ExpressionError &err) {
+    } catch (const ExpressionError& err) {
       INFO(text);
       CHECK(err.offset() <= text.size());
     }
