@@ -9,7 +9,8 @@
 // Types, worker -> coordinator: READY (task, input endpoint), HEARTBEAT (task, metrics),
 // FINISHED (task, metrics), FAILED (task, node, message).
 // Coordinator -> worker: START (the output endpoints), STOP (sources end their input as if it
-// were exhausted, so the job drains), CANCEL (exit now, committing nothing).
+// were exhausted, so the job drains), CANCEL (exit now, committing nothing), RELEASE (every
+// task has finished: exit).
 // Text keeps the protocol debuggable with a ZeroMQ sniffer; these messages are few.
 
 #include <cstdint>

@@ -157,7 +157,10 @@ private:
     while (!all_of([](const TaskRuntime& t) { return t.finished; })) {
       if (!poll_once(1000ms)) return;
     }
-    // Every task said FINISHED; wait for the processes to exit so their output is flushed.
+    // Every task said FINISHED, so every end of input has been read: let the workers go, and
+    // wait for them to exit so that their output is flushed.
+    transport::ControlMessage release{"RELEASE", {}};
+    for (const auto& t : tasks_) send(t, release);
     for (auto& t : tasks_) {
       if (!t.process->running()) continue;
       int status = 0;

@@ -58,9 +58,12 @@ public:
       else run_input_loop();
       chain_->finish([this](const state::Batch& b) { router_->emit(b); });
       if (router_) router_->send_end_of_input();
+      log_.debug("{} finished: sent {} records in {} batches", chain_->label(), router_->records_sent(),
+                 router_->batches_sent());
       send(transport::ControlMessage{"FINISHED", {}}
                .set("task", std::to_string(options_.task))
                .set("metrics", encode_metrics(chain_->metrics())));
+      await_release();
       return 0;
     } catch (const Cancelled&) {
       if (chain_) chain_->abort();
@@ -164,6 +167,8 @@ private:
         if (!header) throw Error(ErrorKind::Internal, "received a malformed data frame");
         if (header->kind == transport::FrameKind::EndOfInput) {
           ++ended;
+          log_.debug("end of input on channel {:#x} after {} frames ({} of {})", header->channel, header->sequence,
+                     ended, expected);
           continue;
         }
         if (header->kind != transport::FrameKind::Data) continue;
@@ -177,6 +182,18 @@ private:
       now = Clock::now();
       router_->flush_due(now);
       heartbeat(now);
+    }
+  }
+
+  // ZeroMQ may drop what a peer has not read yet when the sending socket goes away (libzmq
+  // #1264), whatever the linger. So a finished worker keeps its sockets open until the
+  // coordinator releases it, which it does once every task has finished, that is once every
+  // end-of-input has been read.
+  void await_release() {
+    for (;;) {
+      auto message = receive_control(std::chrono::milliseconds(1000));
+      if (message && message->type == "RELEASE") return;
+      if (message) handle_control(*message);
     }
   }
 
