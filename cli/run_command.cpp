@@ -39,7 +39,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
     options.transport = o->transport;
     options.worker_log_flags = ctx.worker_log_flags();
     auto outcome = runtime::run_job(job, options, *ctx.log);
-    if (outcome.exit_code == 1) ctx.log->error("job {} failed: {}", outcome.job_id, outcome.error);
+    if (outcome.exit_code == 1 && !outcome.error.empty()) ctx.log->error("job {} failed: {}", outcome.job_id, outcome.error);
     ctx.exit_code = outcome.exit_code;
   });
 }

@@ -17,7 +17,7 @@ void add_validate_command(CLI::App& app, Context& ctx) {
     auto job = runtime::load_job(*file, *overrides, ctx.registry);
     if (!ctx.global.quiet)
       std::cerr << *file << ": ok (" << job.spec.nodes.size() << " nodes, " << job.plan.tasks.size()
-                << " worker processes)\n";
+                << (job.plan.tasks.size() == 1 ? " worker process)\n" : " worker processes)\n");
     ctx.exit_code = 0;
   });
 }

@@ -1,5 +1,6 @@
 #include "operators/stdout_sink.hpp"
 
+#include <cerrno>
 #include <unistd.h>
 
 #include "operators/fd_writer.hpp"
@@ -17,6 +18,8 @@ public:
     buffer_.clear();
     encoder_.encode(in, buffer_);
     auto written = write_all(STDOUT_FILENO, buffer_);
+    if (!written && errno == EPIPE)
+      throw Error(ErrorKind::OutputClosed, "sink '" + ctx_.node->name + "': the reader of stdout has gone");
     if (!written)
       throw Error(ErrorKind::JobFailed, "sink '" + ctx_.node->name + "': cannot write to stdout: " + written.error());
   }

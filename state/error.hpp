@@ -14,6 +14,7 @@ enum class ErrorKind {
   Snapshot,  // a snapshot is missing, corrupt or incompatible: exit 3
   JobFailed, // the job failed: exit 1
   Internal,  // a bug or an environment failure (cannot fork, cannot bind): exit 1
+  OutputClosed, // the reader of stdout went away (`| head`): exit 141, as a SIGPIPE death
 };
 
 inline int exit_code_for(ErrorKind kind) {
@@ -22,6 +23,7 @@ inline int exit_code_for(ErrorKind kind) {
   case ErrorKind::Snapshot: return 3;
   case ErrorKind::JobFailed:
   case ErrorKind::Internal: return 1;
+  case ErrorKind::OutputClosed: return 128 + 13;
   }
   return 1;
 }

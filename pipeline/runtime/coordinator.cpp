@@ -203,6 +203,11 @@ private:
     } else if (m.type == "FINISHED") {
       t.finished = true;
       t.metrics = m.get("metrics");
+    } else if (m.type == "FAILED" && m.get("kind") == "output_closed") {
+      // Like `yes | head`: the reader has what it wanted; end quietly, as SIGPIPE would.
+      log_.info("the reader of stdout has gone: stopping the job");
+      outcome_.exit_code = exit_code_for(ErrorKind::OutputClosed);
+      fail("");
     } else if (m.type == "FAILED") {
       fail(m.get("message") + " (in " + m.get("chain") + ")");
     }

@@ -69,19 +69,26 @@ public:
       if (chain_) chain_->abort();
       log_.debug("task {} cancelled", options_.task);
       return 2;
+    } catch (const Error& e) {
+      return report_failure(e.what(), e.kind() == ErrorKind::OutputClosed ? "output_closed" : "error");
     } catch (const std::exception& e) {
-      if (chain_) chain_->abort();
-      std::string where = chain_ ? chain_->label() : "task " + std::to_string(options_.task);
-      log_.debug("{} failed: {}", where, e.what());
-      send(transport::ControlMessage{"FAILED", {}}
-               .set("task", std::to_string(options_.task))
-               .set("chain", where)
-               .set("message", e.what()));
-      return 1;
+      return report_failure(e.what(), "error");
     }
   }
 
 private:
+  int report_failure(const std::string& message, const std::string& kind) {
+    if (chain_) chain_->abort();
+    std::string where = chain_ ? chain_->label() : "task " + std::to_string(options_.task);
+    log_.debug("{} failed: {}", where, message);
+    send(transport::ControlMessage{"FAILED", {}}
+             .set("task", std::to_string(options_.task))
+             .set("chain", where)
+             .set("kind", kind)
+             .set("message", message));
+    return 1;
+  }
+
   void setup() {
     std::ifstream in(options_.job_dir / "pipeline.toml");
     std::stringstream text;

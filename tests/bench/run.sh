@@ -74,11 +74,10 @@ streamctl_s=$(python3 -c "print($t1 - $t0)")
 t0=$(now); jq -c 'select(.status == 200) | {user, page, bytes}' "$work/clicks.jsonl" >"$work/out-jq"; t1=$(now)
 jq_s=$(python3 -c "print($t1 - $t0)")
 t0=$(now)
-gawk '{
-  if (!match($0, /"status":([0-9]+)/, s) || s[1] != 200) next
-  match($0, /"user":"([^"]*)"/, u); match($0, /"page":"([^"]*)"/, p); match($0, /"bytes":([0-9]+)/, b)
-  printf "{\"user\":\"%s\",\"page\":\"%s\",\"bytes\":%s}\n", u[1], p[1], b[1]
-}' "$work/clicks.jsonl" >"$work/out-gawk"
+# The fastest gawk a user would write for these fixed-layout lines: split on quotes and pick
+# fields by position (a regex match() per field runs ~10x slower).
+gawk -F'"' '$13 == ":200," { b = $15; gsub(/[:}]/, "", b)
+  printf "{\"user\":\"%s\",\"page\":\"%s\",\"bytes\":%s}\n", $6, $10, b }' "$work/clicks.jsonl" >"$work/out-gawk"
 t1=$(now)
 gawk_s=$(python3 -c "print($t1 - $t0)")
 

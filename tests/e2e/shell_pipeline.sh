@@ -46,4 +46,22 @@ cat "$WORK/clicks.jsonl" | "$STREAMCTL" -vv run "$WORK/p.toml" 2>"$WORK/log" | c
 diff -q "$WORK/expected" "$WORK/actual2" >/dev/null || fail "-vv changed stdout"
 assert_contains "$WORK/log" "finished"
 assert_no_processes_left
+
+# A reader that stops early (`| head`) ends an endless job quietly with 141, as SIGPIPE would.
+cat >"$WORK/endless.toml" <<'TOML'
+name = "endless"
+[sources.g]
+type = "generator"
+[sinks.out]
+type = "stdout"
+inputs = ["g"]
+TOML
+set +o pipefail
+"$STREAMCTL" run "$WORK/endless.toml" 2>"$WORK/err" | head -3 >"$WORK/head"
+code=${PIPESTATUS[0]}
+set -o pipefail
+assert_eq 141 "$code" "exit code when stdout closes"
+assert_eq 3 "$(wc -l <"$WORK/head" | tr -d ' ')" "lines read by head"
+assert_eq "" "$(cat "$WORK/err")" "stderr when stdout closes"
+assert_no_processes_left
 echo ok
