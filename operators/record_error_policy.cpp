@@ -10,13 +10,6 @@
 
 namespace streamctl::operators {
 
-namespace {
-void append_json_string(std::string_view text, std::string& out) {
-  state::FieldNames no_names;
-  state::append_json_value(state::Value::string(text), no_names, out);
-}
-} // namespace
-
 RecordErrorPolicy::RecordErrorPolicy(const pipeline::NodeSpec& node, Warn warn)
     : node_name_(node.name), mode_(node.on_error), dead_letter_path_(node.dead_letter.string()),
       warn_(std::move(warn)) {
@@ -47,13 +40,13 @@ void RecordErrorPolicy::bad_record(std::string_view raw, std::uint64_t line, std
   case pipeline::OnError::DeadLetter: {
     scratch_.clear();
     scratch_ += "{\"node\":";
-    append_json_string(node_name_, scratch_);
+    state::append_json_string(node_name_, scratch_);
     scratch_ += ",\"line\":";
     scratch_ += line > 0 ? std::to_string(line) : "null";
     scratch_ += ",\"input\":";
-    append_json_string(raw, scratch_);
+    state::append_json_string(raw, scratch_);
     scratch_ += ",\"error\":";
-    append_json_string(reason, scratch_);
+    state::append_json_string(reason, scratch_);
     scratch_ += "}\n";
     if (::write(dead_letter_fd_, scratch_.data(), scratch_.size()) != static_cast<ssize_t>(scratch_.size()))
       throw Error(ErrorKind::JobFailed, "node '" + node_name_ + "': cannot write dead-letter file '" +

@@ -25,8 +25,7 @@ std::string utc_now(const char* format) {
 
 std::string json_string(const std::string& s) {
   std::string out;
-  state::FieldNames none;
-  state::append_json_value(state::Value::string(s), none, out);
+  state::append_json_string(s, out);
   return out;
 }
 

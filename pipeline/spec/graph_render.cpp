@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "state/json_writer.hpp"
+
 namespace streamctl::pipeline {
 
 namespace {
@@ -46,12 +48,9 @@ std::vector<EdgeView> edge_views(const PipelineSpec& spec, const PhysicalPlan& p
 }
 
 std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
+  std::string out;
+  state::append_json_string(s, out);
+  return out;
 }
 
 // A dot string: quotes escaped, and "\n" kept as Graphviz's line break.
