@@ -14,6 +14,7 @@
 #include <zmq.hpp>
 
 #include "pipeline/runtime/child_process.hpp"
+#include "pipeline/runtime/job_metrics.hpp"
 #include "pipeline/runtime/job_registry.hpp"
 #include "state/error.hpp"
 #include "transport/control.hpp"
@@ -27,6 +28,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr auto kStartupTimeout = 60s;
 constexpr auto kCancelGrace = 2s;
+constexpr auto kProgressEvery = 10s;
 
 // Blocks SIGINT, SIGTERM and SIGCHLD for the life of the object and reads them from a
 // signalfd, so the coordinator's one poll loop sees signals, control messages and child exits
@@ -66,7 +68,7 @@ struct TaskRuntime {
   std::string endpoint;
   bool ready = false;
   bool finished = false;
-  std::string metrics;
+  std::vector<NodeMetrics> metrics;
 };
 
 class Coordinator {
@@ -154,8 +156,13 @@ private:
   }
 
   void supervise() {
+    auto next_progress = Clock::now() + kProgressEvery;
     while (!all_of([](const TaskRuntime& t) { return t.finished; })) {
       if (!poll_once(1000ms)) return;
+      if (Clock::now() >= next_progress) {
+        log_.info("progress: {}", describe_totals());
+        next_progress += kProgressEvery;
+      }
     }
     // Every task said FINISHED, so every end of input has been read: let the workers go, and
     // wait for them to exit so that their output is flushed.
@@ -166,8 +173,8 @@ private:
       int status = 0;
       if (::waitpid(t.process->pid(), &status, 0) == t.process->pid()) t.process->reaped(status);
     }
-    for (const auto& t : tasks_) log_.debug("{}: {}", t.label, t.metrics);
-    log_.info("job {} finished", outcome_.job_id);
+    for (const auto& t : tasks_) log_.debug("{}: {}", t.label, encode_metrics(t.metrics));
+    log_.info("job {} finished: {}", outcome_.job_id, describe_totals());
   }
 
   // Handles what arrives within `timeout`. Returns false when the job has ended.
@@ -199,10 +206,10 @@ private:
       t.ready = true;
       t.endpoint = m.get("endpoint");
     } else if (m.type == "HEARTBEAT") {
-      t.metrics = m.get("metrics");
+      t.metrics = decode_metrics(m.get("metrics"));
     } else if (m.type == "FINISHED") {
       t.finished = true;
-      t.metrics = m.get("metrics");
+      t.metrics = decode_metrics(m.get("metrics"));
     } else if (m.type == "FAILED" && m.get("kind") == "output_closed") {
       // Like `yes | head`: the reader has what it wanted; end quietly, as SIGPIPE would.
       log_.info("the reader of stdout has gone: stopping the job");
@@ -297,6 +304,17 @@ private:
     }
   }
 
+  std::string describe_totals() const {
+    std::vector<std::vector<NodeMetrics>> per_task;
+    for (const auto& t : tasks_) per_task.push_back(t.metrics);
+    JobTotals totals = sum_metrics(job_.spec, per_task);
+    double seconds = std::chrono::duration<double>(Clock::now() - started_).count();
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%.0f", seconds > 0 ? static_cast<double>(totals.read) / seconds : 0.0);
+    return std::to_string(totals.read) + " records read, " + std::to_string(totals.written) + " written, " +
+           std::to_string(totals.bad) + " bad, " + rate + " records/s read";
+  }
+
   template <typename P> bool all_of(P predicate) const {
     for (const auto& t : tasks_)
       if (!predicate(t)) return false;
@@ -319,6 +337,7 @@ private:
   std::vector<TaskRuntime> tasks_;
   RunOutcome outcome_;
   std::string final_state_;
+  Clock::time_point started_ = Clock::now();
   int signals_received_ = 0;
   bool stopping_ = false;
   bool ended_ = false;

@@ -7,6 +7,7 @@
 
 #include "operators/registry.hpp"
 #include "pipeline/runtime/job_loader.hpp"
+#include "pipeline/runtime/job_metrics.hpp"
 #include "pipeline/runtime/output_router.hpp"
 #include "pipeline/runtime/runtime_settings.hpp"
 #include "pipeline/runtime/task_chain.hpp"
@@ -25,16 +26,6 @@ using namespace std::chrono_literals;
 struct Cancelled {};
 
 constexpr auto kHeartbeatEvery = 1s;
-
-std::string encode_metrics(const std::vector<NodeMetrics>& metrics) {
-  std::string out;
-  for (const auto& m : metrics) {
-    if (!out.empty()) out += ';';
-    out += m.node + ":" + std::to_string(m.records_in) + ":" + std::to_string(m.records_out) + ":" +
-           std::to_string(m.bad_records);
-  }
-  return out;
-}
 
 class Worker {
 public:

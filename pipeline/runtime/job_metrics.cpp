@@ -1,0 +1,63 @@
+#include "pipeline/runtime/job_metrics.hpp"
+
+#include <charconv>
+
+namespace streamctl::runtime {
+
+std::string encode_metrics(const std::vector<NodeMetrics>& metrics) {
+  std::string out;
+  for (const auto& m : metrics) {
+    if (!out.empty()) out += ';';
+    out += m.node + ":" + std::to_string(m.records_in) + ":" + std::to_string(m.records_out) + ":" +
+           std::to_string(m.bad_records);
+  }
+  return out;
+}
+
+namespace {
+bool next_field(std::string_view& text, std::string_view& field) {
+  if (text.empty()) return false;
+  auto colon = text.find(':');
+  field = text.substr(0, colon);
+  text.remove_prefix(colon == std::string_view::npos ? text.size() : colon + 1);
+  return true;
+}
+
+bool parse_count(std::string_view text, std::uint64_t& out) {
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+} // namespace
+
+std::vector<NodeMetrics> decode_metrics(std::string_view text) {
+  std::vector<NodeMetrics> out;
+  while (!text.empty()) {
+    auto semicolon = text.find(';');
+    std::string_view entry = text.substr(0, semicolon);
+    text.remove_prefix(semicolon == std::string_view::npos ? text.size() : semicolon + 1);
+    std::string_view node, in, records_out, bad;
+    NodeMetrics m;
+    if (next_field(entry, node) && next_field(entry, in) && next_field(entry, records_out) &&
+        next_field(entry, bad) && parse_count(in, m.records_in) && parse_count(records_out, m.records_out) &&
+        parse_count(bad, m.bad_records)) {
+      m.node = std::string(node);
+      out.push_back(std::move(m));
+    }
+  }
+  return out;
+}
+
+JobTotals sum_metrics(const pipeline::PipelineSpec& spec, const std::vector<std::vector<NodeMetrics>>& per_task) {
+  JobTotals totals;
+  for (const auto& task : per_task)
+    for (const auto& m : task) {
+      const pipeline::NodeSpec* node = spec.find(m.node);
+      if (node == nullptr) continue;
+      if (node->role == pipeline::NodeRole::Source) totals.read += m.records_out;
+      if (node->role == pipeline::NodeRole::Sink) totals.written += m.records_in;
+      totals.bad += m.bad_records;
+    }
+  return totals;
+}
+
+} // namespace streamctl::runtime
