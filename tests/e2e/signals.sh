@@ -53,6 +53,20 @@ set -e
 assert_eq 143 "$code" "exit code after SIGTERM"
 assert_no_processes_left
 
+# A signal while the workers are still starting stops the job too.
+for delay in 0.05 0.2; do
+  "$STREAMCTL" run "$WORK/p.toml" 2>"$WORK/err" &
+  pid=$!
+  sleep $delay
+  kill -TERM $pid
+  set +e
+  wait $pid
+  code=$?
+  set -e
+  assert_eq 143 "$code" "exit code after SIGTERM at start-up (${delay}s)"
+  assert_no_processes_left
+done
+
 # A stdin source stops on SIGINT even while it waits for input that never comes.
 cat >"$WORK/stdin.toml" <<'TOML'
 name = "waiting"
