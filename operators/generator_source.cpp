@@ -3,8 +3,11 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
+#include "operators/nexmark.hpp"
 #include "pipeline/spec/units.hpp"
+#include "state/error.hpp"
 
 namespace streamctl::operators {
 
@@ -20,13 +23,16 @@ std::uint64_t mix(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-enum class Profile { Counter, Clicks };
+enum class Profile { Counter, Clicks, Nexmark };
 
 class GeneratorSource final : public Source {
 public:
-  GeneratorSource(const pipeline::NodeSpec& node, state::FieldNames& names) {
+  // `only`: for nexmark, the one kind of event to emit (absent: all), numbered as in the full
+  // stream.
+  GeneratorSource(const pipeline::NodeSpec& node, state::FieldNames& names, std::optional<NexmarkKind> only)
+      : only_(only) {
     std::string profile = node.config["profile"].value_or(std::string("counter"));
-    profile_ = profile == "clicks" ? Profile::Clicks : Profile::Counter;
+    profile_ = profile == "clicks" ? Profile::Clicks : profile == "nexmark" ? Profile::Nexmark : Profile::Counter;
     if (auto c = node.config["count"].value<std::int64_t>()) {
       bounded_ = true;
       count_ = static_cast<std::uint64_t>(std::max<std::int64_t>(0, *c));
@@ -43,6 +49,7 @@ public:
     page_ = names.intern("page");
     status_ = names.intern("status");
     bytes_ = names.intern("bytes");
+    if (profile_ == Profile::Nexmark) nexmark_fields_.emplace(names);
   }
 
   void open(OperatorContext& ctx) override {
@@ -50,9 +57,16 @@ public:
     next_ = static_cast<std::uint64_t>(ctx.subtask);
     step_ = static_cast<std::uint64_t>(ctx.parallelism);
     started_ = std::chrono::steady_clock::now();
+    // The kind of event N repeats with N every 50, so this subtask's events (next_ + k * step_)
+    // hold the wanted kind within any 50 in a row, or never (subtask 1 of 50 makes only
+    // auctions): then it ends at once rather than scan for ever.
+    never_ = only_.has_value();
+    for (std::uint64_t k = 0; k < 50 && never_; ++k)
+      never_ = nexmark_kind(next_ + k * step_) != *only_;
   }
 
   SourceStatus poll(state::Batch& out, std::size_t max_records) override {
+    if (never_) return SourceStatus::End;
     std::uint64_t n = max_records;
     if (rate_ > 0) {
       double per_subtask = rate_ / static_cast<double>(step_);
@@ -61,10 +75,13 @@ public:
       n = allowed > emitted_ ? std::min<std::uint64_t>(n, allowed - emitted_) : 0;
     }
     std::size_t made = 0;
-    for (; made < n; ++made) {
+    while (made < n) {
       if (bounded_ && next_ >= count_) break;
-      make_record(next_, out);
+      std::uint64_t k = next_;
       next_ += step_;
+      if (only_ && nexmark_kind(k) != *only_) continue;
+      make_record(k, out);
+      ++made;
     }
     emitted_ += made;
     if (made > 0) return SourceStatus::Data;
@@ -73,6 +90,10 @@ public:
 
 private:
   void make_record(std::uint64_t n, state::Batch& out) {
+    if (profile_ == Profile::Nexmark) {
+      make_nexmark_event(seed_, n, NexmarkClock{start_time_, interval_ms_}, *nexmark_fields_, builder_, out);
+      return;
+    }
     std::int64_t ts = start_time_ + static_cast<std::int64_t>(n) * interval_ms_;
     builder_.reset();
     if (profile_ == Profile::Counter) {
@@ -98,6 +119,8 @@ private:
   }
 
   Profile profile_;
+  std::optional<NexmarkKind> only_;
+  bool never_ = false;
   bool bounded_ = false;
   std::uint64_t count_ = 0;
   double rate_ = 0;
@@ -111,6 +134,7 @@ private:
   std::uint64_t emitted_ = 0;
   std::chrono::steady_clock::time_point started_;
   state::FieldId seq_, ts_, user_, page_, status_, bytes_;
+  std::optional<NexmarkFields> nexmark_fields_; // for profile nexmark
   state::RecordBuilder builder_;
 };
 
@@ -122,20 +146,31 @@ pipeline::NodeTypeSchema generator_source_schema() {
   return pipeline::NodeTypeSchema{
       "generator",
       {
-          KeySchema{"profile", KeyType::Enum, false, {"counter", "clicks"}, {}, "what to generate"},
-          KeySchema{"count", KeyType::Int, false, {}, {}, "records in all (absent: unbounded)"},
+          KeySchema{"profile", KeyType::Enum, false, {"counter", "clicks", "nexmark"}, {}, "what to generate"},
+          KeySchema{"count", KeyType::Int, false, {}, {}, "records in all (absent: unbounded); nexmark: events"},
           KeySchema{"rate", KeyType::Float, false, {}, {}, "records per second for the whole source"},
           KeySchema{"seed", KeyType::Int, false, {}, {}, "seed of the pseudo-random fields"},
           KeySchema{"start_time", KeyType::Int, false, {}, {}, "ts of record 0, epoch ms"},
           KeySchema{"interval", KeyType::Duration, false, {}, {}, "ts step between records"},
           KeySchema{"users", KeyType::Int, false, {}, {}, "clicks: distinct users"},
           KeySchema{"pages", KeyType::Int, false, {}, {}, "clicks: distinct pages"},
+          KeySchema{"events", KeyType::Enum, false, {"all", "person", "auction", "bid"}, {},
+                    "nexmark: the kind of events to emit, numbered as in the full stream"},
       }};
 }
 
-std::unique_ptr<Source> make_generator_source(const pipeline::PipelineSpec&, const pipeline::NodeSpec& node,
+std::unique_ptr<Source> make_generator_source(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
                                               state::FieldNames& names) {
-  return std::make_unique<GeneratorSource>(node, names);
+  std::optional<NexmarkKind> only;
+  if (auto events = node.config["events"].value<std::string>()) {
+    if (node.config["profile"].value_or(std::string("counter")) != "nexmark")
+      throw Error(ErrorKind::Usage, pipeline::position_of(spec, node, "events") + ": source '" + node.name +
+                                        "': 'events' needs profile = \"nexmark\"");
+    if (*events == "person") only = NexmarkKind::Person;
+    if (*events == "auction") only = NexmarkKind::Auction;
+    if (*events == "bid") only = NexmarkKind::Bid;
+  }
+  return std::make_unique<GeneratorSource>(node, names, only);
 }
 
 } // namespace streamctl::operators

@@ -6,6 +6,7 @@
 // source can hand out strings without copying them. A batch is filled by one thread and may
 // then be moved to another; it is never shared while being written.
 
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -17,9 +18,15 @@
 
 namespace streamctl::state {
 
+// Event time of a record without one (processing time applies), as epoch milliseconds.
+inline constexpr std::int64_t kNoTimestamp = INT64_MIN;
+
 struct Record {
   const Field* fields = nullptr;
   std::uint32_t size = 0;
+  // Event time, epoch ms, set by a source with `event_time`; carried with the record through
+  // operators and across processes, as Flink's StreamRecord timestamp.
+  std::int64_t timestamp = kNoTimestamp;
 
   const Field* begin() const { return fields; }
   const Field* end() const { return fields + size; }
@@ -50,11 +57,13 @@ public:
 
   // Appends a record whose fields are copied into this batch's arena. Values are copied
   // shallowly: what they point to must be kept alive by this batch (arena or retain()).
-  void add(std::span<const Field> fields) {
+  void add(std::span<const Field> fields, std::int64_t timestamp = kNoTimestamp) {
     Field* copy = arena_->allocate_array<Field>(fields.size());
     std::copy(fields.begin(), fields.end(), copy);
-    records_.push_back(Record{copy, static_cast<std::uint32_t>(fields.size())});
+    records_.push_back(Record{copy, static_cast<std::uint32_t>(fields.size()), timestamp});
   }
+
+  void set_timestamp(std::size_t k, std::int64_t timestamp) { records_[k].timestamp = timestamp; }
 
   // Appends a record of another batch without copying; call retain_memory_of(other) once.
   void add_shared(const Record& record) { records_.push_back(record); }
@@ -86,7 +95,12 @@ private:
 // Builds one record at a time in reusable scratch space, then appends it to a batch.
 class RecordBuilder {
 public:
-  void reset() { fields_.clear(); }
+  void reset() {
+    fields_.clear();
+    timestamp_ = kNoTimestamp;
+  }
+  void set_timestamp(std::int64_t timestamp) { timestamp_ = timestamp; }
+  std::int64_t timestamp() const { return timestamp_; }
   void append(FieldId name, Value value) { fields_.push_back(Field{name, value}); }
   // Replaces the field if present, else appends it.
   void set(FieldId name, Value value) {
@@ -104,13 +118,17 @@ public:
         return;
       }
   }
-  void assign(const Record& r) { fields_.assign(r.begin(), r.end()); }
+  void assign(const Record& r) {
+    fields_.assign(r.begin(), r.end());
+    timestamp_ = r.timestamp;
+  }
   std::span<const Field> fields() const { return fields_; }
   std::vector<Field>& mutable_fields() { return fields_; }
-  void finish(Batch& out) const { out.add(fields_); }
+  void finish(Batch& out) const { out.add(fields_, timestamp_); }
 
 private:
   std::vector<Field> fields_;
+  std::int64_t timestamp_ = kNoTimestamp;
 };
 
 } // namespace streamctl::state

@@ -283,6 +283,16 @@ bool Decoder::decode(Batch& batch) {
     if (!fields(fs, n, 0)) return false;
     batch.add_shared(Record{fs, static_cast<std::uint32_t>(n)});
   }
+  if (p_ != end_ && *p_ == 'T') {
+    ++p_;
+    std::uint64_t previous = 0;
+    for (std::size_t r = 0; r < batch.size(); ++r) {
+      std::uint64_t zigzag = 0;
+      if (!varint(zigzag)) return false;
+      previous += static_cast<std::uint64_t>(unzigzag(zigzag));
+      batch.set_timestamp(r, static_cast<std::int64_t>(previous));
+    }
+  }
   if (p_ != end_) return corrupt("trailing bytes after the last record");
   return true;
 }
@@ -360,6 +370,23 @@ void BatchEncoder::encode(const Batch& batch, const FieldNames& names, std::stri
   }
   out.resize(static_cast<std::size_t>(p - out.data()));
   for (FieldId id : used_) index_plus_one_[id] = 0;
+  append_timestamps(batch, out);
+}
+
+void BatchEncoder::append_timestamps(const Batch& batch, std::string& out) {
+  bool any = false;
+  for (const Record& r : batch) any = any || r.timestamp != kNoTimestamp;
+  if (!any) return;
+  std::size_t start = out.size();
+  out.resize(start + 1 + batch.size() * max_varint);
+  char* p = out.data() + start;
+  *p++ = 'T';
+  std::uint64_t previous = 0;
+  for (const Record& r : batch) {
+    p = put_varint(p, zigzag(static_cast<std::int64_t>(static_cast<std::uint64_t>(r.timestamp) - previous)));
+    previous = static_cast<std::uint64_t>(r.timestamp);
+  }
+  out.resize(static_cast<std::size_t>(p - out.data()));
 }
 
 void encode_batch(const Batch& batch, const FieldNames& names, std::string& out) {

@@ -16,7 +16,12 @@
 //           bytes   the field name (any bytes, as interned)
 //         varint    record_count
 //         record_count times: a record
-//     (nothing may follow the last record)
+//     then, only when some record has an event time (Record::timestamp):
+//         1 byte    'T' (0x54)
+//         record_count times: zigzag varint, the record's timestamp minus the previous
+//                   record's (the first minus 0), in wrapping 64-bit arithmetic; a record
+//                   without an event time has kNoTimestamp (INT64_MIN)
+//     (nothing else may follow the last record)
 //
 //   record:
 //     varint        field_count
@@ -37,6 +42,8 @@
 //       5 Array     varint element count, then that many values
 //       6 Map       varint member count, then that many fields (name index + value)
 //
+// Timestamps are a column of deltas at the end: in-order event times cost a byte or two each,
+// and batches without event time pay nothing.
 // A field's name index makes each name cost its bytes once per batch; a 5-field record of small
 // values encodes to about 25-40 bytes. Nesting deeper than 256 levels is rejected by the reader
 // (JSON sources stop at 128).
@@ -71,6 +78,7 @@ private:
   std::size_t collect(const Value& v);
   std::size_t collect_container(const Value& v);
   void index_of(FieldId id);
+  void append_timestamps(const Batch& batch, std::string& out);
 
   std::vector<std::uint32_t> index_plus_one_; // by FieldId: name index + 1, 0 when unused
   std::vector<FieldId> used_;                 // name table, in order of first use

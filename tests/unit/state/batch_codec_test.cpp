@@ -350,3 +350,34 @@ TEST_CASE("codec: a batch of 1024 generated records round-trips", "[codec]") {
     REQUIRE(values_equal(Value::map_of(x.fields, x.size), Value::map_of(y.fields, y.size)));
   }
 }
+
+TEST_CASE("codec: event timestamps travel as a delta column, and only when present", "[codec]") {
+  FieldNames names;
+  Batch batch;
+  RecordBuilder b;
+  const std::int64_t stamps[] = {1700000000000, 1700000000005, kNoTimestamp, 1699999999000, INT64_MAX};
+  for (std::int64_t ts : stamps) {
+    b.reset();
+    b.append(names.intern("v"), Value::integer(1));
+    b.set_timestamp(ts);
+    b.finish(batch);
+  }
+  std::string bytes = encode(batch, names);
+  auto decoded = decode_batch(bytes, nullptr, names);
+  REQUIRE(decoded.ok());
+  REQUIRE(decoded->size() == 5);
+  for (std::size_t k = 0; k < 5; ++k) CHECK((*decoded)[k].timestamp == stamps[k]);
+
+  // Without event time the encoding has no timestamp section at all.
+  Batch plain;
+  b.reset();
+  b.append(names.intern("v"), Value::integer(1));
+  b.finish(plain);
+  std::string plain_bytes = encode(plain, names);
+  CHECK(plain_bytes.find('T', 5) == std::string::npos);
+  CHECK((*decode_batch(plain_bytes, nullptr, names))[0].timestamp == kNoTimestamp);
+
+  // A truncated timestamp column is corrupt, not a crash.
+  auto cut = decode_batch(std::string_view(bytes).substr(0, bytes.size() - 1), nullptr, names);
+  CHECK_FALSE(cut.ok());
+}
