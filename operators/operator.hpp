@@ -45,6 +45,9 @@ public:
   virtual void open(OperatorContext& ctx) { ctx_ = ctx; }
   // Appends the results of `in` to `out`. `out` may retain `in`'s memory to share values.
   virtual void process(const state::Batch& in, state::Batch& out) = 0;
+  // The watermark has advanced to `watermark` (epoch ms; INT64_MAX at the end of input): no
+  // record with an event time at or below it is expected any more. Emit what that completes.
+  virtual void on_watermark(std::int64_t /*watermark*/, state::Batch& /*out*/) {}
   // All input has ended; emit what is still held.
   virtual void finish(state::Batch& /*out*/) {}
 

@@ -1,5 +1,6 @@
 #include "operators/registry.hpp"
 
+#include "operators/event_time.hpp"
 #include "operators/file_sink.hpp"
 #include "operators/file_source.hpp"
 #include "operators/filter.hpp"
@@ -18,6 +19,8 @@ using pipeline::PipelineSpec;
 
 void Registry::add_source(NodeTypeSchema schema, SourceFactory factory) {
   schema.takes_inputs = false;
+  // Every source can assign event time; the task loop does it, not each source.
+  for (auto& key : event_time_keys()) schema.keys.push_back(std::move(key));
   source_schemas_.push_back(std::move(schema));
   source_factories_.push_back(std::move(factory));
 }

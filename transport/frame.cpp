@@ -42,4 +42,19 @@ std::optional<FrameHeader> read_frame_header(std::string_view message) {
   return h;
 }
 
+void write_watermark_payload(std::int64_t watermark, bool idle, std::string& out) {
+  char bytes[9];
+  put_le<std::uint64_t>(bytes, static_cast<std::uint64_t>(watermark));
+  bytes[8] = idle ? 1 : 0;
+  out.append(bytes, sizeof bytes);
+}
+
+std::optional<WatermarkPayload> read_watermark_payload(std::string_view payload) {
+  if (payload.size() != 9 || static_cast<unsigned char>(payload[8]) > 1) return std::nullopt;
+  WatermarkPayload p;
+  p.watermark = static_cast<std::int64_t>(get_le<std::uint64_t>(payload.data()));
+  p.idle = payload[8] == 1;
+  return p;
+}
+
 } // namespace streamctl::transport

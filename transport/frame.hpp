@@ -12,11 +12,14 @@
 //   12     4     reserved, 0
 //   16     8     sequence number on this channel, little-endian, from 0
 //   24     ...   payload: for data, a batch in the encoding of state/batch_codec.hpp;
-//                for watermark, an 8-byte little-endian signed epoch-ms; otherwise empty
+//                for watermark, an 8-byte little-endian signed epoch-ms then 1 byte:
+//                1 when the sender is idle (skip it until it sends again), else 0;
+//                otherwise empty
 //
 // The header is fixed-size so a receiver can dispatch on it before touching the payload, and
 // the payload starts 8-byte aligned.
 
+#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -41,5 +44,13 @@ void write_frame_header(const FrameHeader& header, std::string& out);
 
 // Reads a header; nullopt when the message is too short, has a bad magic or an unknown kind.
 std::optional<FrameHeader> read_frame_header(std::string_view message);
+
+struct WatermarkPayload {
+  std::int64_t watermark = INT64_MIN;
+  bool idle = false;
+};
+void write_watermark_payload(std::int64_t watermark, bool idle, std::string& out);
+// `payload` is what follows the header; nullopt when it is not 9 bytes.
+std::optional<WatermarkPayload> read_watermark_payload(std::string_view payload);
 
 } // namespace streamctl::transport

@@ -60,7 +60,7 @@ void OutputRouter::flush(Channel& channel) {
   channel.pending.clear();
 }
 
-void OutputRouter::send(Channel& channel, transport::FrameKind kind) {
+void OutputRouter::send(Channel& channel, transport::FrameKind kind, std::string_view payload) {
   transport::FrameHeader header;
   header.kind = kind;
   header.channel = channel.socket->channel_id();
@@ -69,6 +69,7 @@ void OutputRouter::send(Channel& channel, transport::FrameKind kind) {
   buffer_.clear();
   transport::write_frame_header(header, buffer_);
   if (kind == transport::FrameKind::Data) state::encode_batch(channel.pending, names_, buffer_);
+  else buffer_.append(payload);
   zmq::message_t message(buffer_.data(), buffer_.size());
   while (!channel.socket->try_send(message)) wait_(channel.socket->socket());
   ++batches_sent_;
@@ -96,10 +97,28 @@ void OutputRouter::flush_all() {
     for (auto& channel : edge.channels) flush(channel);
 }
 
-void OutputRouter::send_end_of_input() {
-  flush_all();
+void OutputRouter::send_end_of_input() { send_to_all(transport::FrameKind::EndOfInput, {}); }
+
+void OutputRouter::send_watermark(std::int64_t watermark) {
+  if (watermark <= watermark_sent_) return;
+  watermark_sent_ = watermark;
+  std::string payload;
+  transport::write_watermark_payload(watermark, false, payload);
+  send_to_all(transport::FrameKind::Watermark, payload);
+}
+
+void OutputRouter::send_idle() {
+  std::string payload;
+  transport::write_watermark_payload(watermark_sent_, true, payload);
+  send_to_all(transport::FrameKind::Watermark, payload);
+}
+
+void OutputRouter::send_to_all(transport::FrameKind kind, std::string_view payload) {
   for (auto& edge : edges_)
-    for (auto& channel : edge.channels) send(channel, transport::FrameKind::EndOfInput);
+    for (auto& channel : edge.channels) {
+      flush(channel);
+      send(channel, kind, payload);
+    }
 }
 
 } // namespace streamctl::runtime

@@ -43,6 +43,11 @@ public:
   void flush_all();
   // Flushes, then tells every downstream channel that this subtask's input has ended.
   void send_end_of_input();
+  // Flushes each channel, then sends the watermark on it, so it never overtakes records. Does
+  // nothing when it has not advanced.
+  void send_watermark(std::int64_t watermark);
+  // Tells downstream not to wait for this subtask's watermark until it sends data again.
+  void send_idle();
 
   std::uint64_t records_sent() const { return records_sent_; }
   std::uint64_t batches_sent() const { return batches_sent_; }
@@ -61,7 +66,8 @@ private:
 
   void append(Channel& channel, const state::Batch& batch);
   void flush(Channel& channel);
-  void send(Channel& channel, transport::FrameKind kind);
+  void send(Channel& channel, transport::FrameKind kind, std::string_view payload = {});
+  void send_to_all(transport::FrameKind kind, std::string_view payload);
 
   std::vector<Edge> edges_;
   state::FieldNames& names_;
@@ -69,6 +75,7 @@ private:
   std::chrono::milliseconds buffer_timeout_;
   WaitWritable wait_;
   std::string buffer_;
+  std::int64_t watermark_sent_ = INT64_MIN;
   std::uint64_t records_sent_ = 0;
   std::uint64_t batches_sent_ = 0;
 };

@@ -29,6 +29,7 @@ TaskChain::TaskChain(const pipeline::PipelineSpec& spec, const pipeline::Physica
     case NodeRole::Source:
       source_ = registry.make_source(spec, node, names);
       source_->open(contexts_.back());
+      assigner_ = operators::TimestampAssigner::from_node(node, names);
       break;
     case NodeRole::Operator:
       operators_.push_back(registry.make_operator(spec, node, names));
@@ -45,7 +46,29 @@ TaskChain::TaskChain(const pipeline::PipelineSpec& spec, const pipeline::Physica
 
 void TaskChain::push(const state::Batch& in, const Emit& emit) {
   if (source_) metrics_[0].records_out += in.size();
-  run_from(0, in, emit);
+  if (!assigner_) {
+    run_from(0, in, emit);
+    return;
+  }
+  stamped_.clear();
+  assigner_->assign(in, stamped_, contexts_[0]);
+  run_from(0, stamped_, emit);
+}
+
+std::optional<std::int64_t> TaskChain::take_source_watermark() {
+  if (!assigner_ || assigner_->watermark() <= source_watermark_sent_) return std::nullopt;
+  source_watermark_sent_ = assigner_->watermark();
+  return source_watermark_sent_;
+}
+
+void TaskChain::push_watermark(std::int64_t watermark, const Emit& emit) {
+  const std::size_t offset = source_ ? 1 : 0;
+  for (std::size_t k = 0; k < operators_.size(); ++k) {
+    state::Batch fired;
+    operators_[k]->on_watermark(watermark, fired);
+    metrics_[offset + k].records_out += fired.size();
+    if (!fired.empty()) run_from(k + 1, fired, emit);
+  }
 }
 
 // Metrics: every node counts what enters it here, and what leaves it.
@@ -69,6 +92,7 @@ void TaskChain::run_from(std::size_t first_operator, const state::Batch& in, con
 }
 
 void TaskChain::finish(const Emit& emit) {
+  push_watermark(operators::kWatermarkMax, emit);
   const std::size_t offset = source_ ? 1 : 0;
   for (std::size_t k = 0; k < operators_.size(); ++k) {
     state::Batch held;

@@ -8,9 +8,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "operators/event_time.hpp"
 #include "operators/record_error_policy.hpp"
 #include "operators/registry.hpp"
 #include "pipeline/spec/plan.hpp"
@@ -38,9 +40,17 @@ public:
   // A readable label for messages: "clicks -> ok -> out[1]".
   const std::string& label() const { return label_; }
 
-  // Runs a batch that the head received (from the source or an input channel).
+  // Runs a batch that the head received (from the source or an input channel). A source with
+  // `event_time` stamps it first.
   void push(const state::Batch& in, const Emit& emit);
-  // All input has ended: operators emit what they hold, in chain order; then the sink commits.
+  // The source's watermark, when it has advanced since the last call (then pass it on with
+  // push_watermark and to the outputs).
+  std::optional<std::int64_t> take_source_watermark();
+  std::int64_t source_idle_timeout_ms() const { return assigner_ ? assigner_->idle_timeout_ms() : 0; }
+  // Lets every operator of the chain react to a new watermark, in chain order.
+  void push_watermark(std::int64_t watermark, const Emit& emit);
+  // All input has ended: the watermark goes to +infinity, so every window fires; operators emit
+  // what they hold, in chain order; then the sink commits.
   void finish(const Emit& emit);
   void abort();
 
@@ -55,6 +65,9 @@ private:
   std::vector<std::unique_ptr<operators::RecordErrorPolicy>> errors_; // one per node
   std::vector<operators::OperatorContext> contexts_;
   std::unique_ptr<operators::Source> source_;
+  std::unique_ptr<operators::TimestampAssigner> assigner_;
+  state::Batch stamped_;
+  std::int64_t source_watermark_sent_ = operators::kWatermarkMin;
   std::vector<std::unique_ptr<operators::Operator>> operators_;
   std::unique_ptr<operators::Sink> sink_;
   std::vector<state::Batch> scratch_; // output batch of each operator

@@ -11,6 +11,7 @@
 #include "pipeline/runtime/output_router.hpp"
 #include "pipeline/runtime/runtime_settings.hpp"
 #include "pipeline/runtime/task_chain.hpp"
+#include "pipeline/runtime/watermark_tracker.hpp"
 #include "state/batch_codec.hpp"
 #include "state/error.hpp"
 #include "transport/control.hpp"
@@ -133,14 +134,27 @@ private:
     operators::Source& source = *chain_->source();
     auto emit = [this](const state::Batch& b) { router_->emit(b); };
     state::Batch batch;
+    const auto idle_timeout = std::chrono::milliseconds(chain_->source_idle_timeout_ms());
+    auto last_data = Clock::now();
+    bool idle = false;
     for (;;) {
       drain_control();
       if (stop_requested_) break;
       batch.clear();
       auto status = source.poll(batch, settings_.batch_size);
-      if (!batch.empty()) chain_->push(batch, emit);
-      if (status == operators::SourceStatus::End) break;
       auto now = Clock::now();
+      if (!batch.empty()) {
+        chain_->push(batch, emit);
+        last_data = now;
+        idle = false;
+      }
+      // The watermark follows the data, at least once per batch (SPEC §7).
+      if (auto watermark = chain_->take_source_watermark()) advance_watermark(*watermark);
+      if (status == operators::SourceStatus::End) break;
+      if (idle_timeout.count() > 0 && !idle && now - last_data >= idle_timeout) {
+        router_->send_idle();
+        idle = true;
+      }
       router_->flush_due(now);
       heartbeat(now);
       if (status == operators::SourceStatus::Idle) wait_for_input(source.readiness_fd(), now);
@@ -150,6 +164,7 @@ private:
   void run_input_loop() {
     auto emit = [this](const state::Batch& b) { router_->emit(b); };
     const int expected = job_->plan.input_channel_count(task_.chain, task_.subtask);
+    WatermarkTracker watermarks(expected);
     int ended = 0;
     zmq::message_t message;
     while (ended < expected) {
@@ -163,16 +178,29 @@ private:
         auto header = transport::read_frame_header(
             std::string_view(static_cast<const char*>(message.data()), message.size()));
         if (!header) throw Error(ErrorKind::Internal, "received a malformed data frame");
+        std::string_view payload(static_cast<const char*>(message.data()) + transport::kFrameHeaderSize,
+                                 message.size() - transport::kFrameHeaderSize);
         if (header->kind == transport::FrameKind::EndOfInput) {
           ++ended;
           log_.debug("end of input on channel {:#x} after {} frames ({} of {})", header->channel, header->sequence,
                      ended, expected);
+          if (auto w = watermarks.on_end(header->channel); w && ended < expected) advance_watermark(*w);
+          continue;
+        }
+        if (header->kind == transport::FrameKind::Watermark) {
+          auto w = transport::read_watermark_payload(payload);
+          if (!w) throw Error(ErrorKind::Internal, "received a malformed watermark frame");
+          auto advanced = w->idle ? watermarks.on_idle(header->channel)
+                                  : watermarks.on_watermark(header->channel, w->watermark);
+          if (advanced) advance_watermark(*advanced);
           continue;
         }
         if (header->kind != transport::FrameKind::Data) continue;
+        if (auto w = watermarks.on_data(header->channel)) advance_watermark(*w);
+        // Moving a small message moves its bytes (ZeroMQ keeps them inline): view it anew.
         auto owned = std::make_shared<zmq::message_t>(std::move(message));
-        std::string_view payload(static_cast<const char*>(owned->data()) + transport::kFrameHeaderSize,
-                                 owned->size() - transport::kFrameHeaderSize);
+        payload = std::string_view(static_cast<const char*>(owned->data()) + transport::kFrameHeaderSize,
+                                   owned->size() - transport::kFrameHeaderSize);
         auto batch = state::decode_batch(payload, owned, names_);
         if (!batch) throw Error(ErrorKind::Internal, "received a corrupt batch: " + batch.error());
         chain_->push(*batch, emit);
@@ -193,6 +221,11 @@ private:
       if (message && message->type == "RELEASE") return;
       if (message) handle_control(*message);
     }
+  }
+
+  void advance_watermark(std::int64_t watermark) {
+    chain_->push_watermark(watermark, [this](const state::Batch& b) { router_->emit(b); });
+    router_->send_watermark(watermark);
   }
 
   Clock::duration until_next_timer(Clock::time_point now) const {

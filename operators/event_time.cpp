@@ -1,0 +1,87 @@
+#include "operators/event_time.hpp"
+
+#include <cmath>
+
+#include "pipeline/spec/expression_functions.hpp"
+#include "operators/bad_record.hpp"
+#include "pipeline/spec/pipeline_spec.hpp"
+
+namespace streamctl::operators {
+
+using pipeline::KeySchema;
+using pipeline::KeyType;
+
+std::vector<KeySchema> event_time_keys() {
+  return {
+      KeySchema{"event_time", KeyType::Expression, false, {}, {},
+                "field or expression giving each record's event time (epoch ms or RFC 3339)"},
+      KeySchema{"watermark",
+                KeyType::Table,
+                false,
+                {},
+                {KeySchema{"max_delay", KeyType::Duration, false, {}, {}, "how late records may be"},
+                 KeySchema{"idle_timeout", KeyType::Duration, false, {}, {},
+                           "after this long without records, stop holding the watermark back"}},
+                "how the watermark follows event time"},
+  };
+}
+
+Result<std::int64_t> event_time_of(const state::Value& value) {
+  switch (value.kind) {
+  case state::Kind::Int: return value.i;
+  case state::Kind::Float:
+    if (!std::isfinite(value.f) || std::fabs(value.f) > 9.2e18) return fail("event time out of range");
+    return static_cast<std::int64_t>(value.f);
+  case state::Kind::String: {
+    std::int64_t ms = 0;
+    std::string error;
+    if (!pipeline::expr::parse_time(value.str(), "", ms, error))
+      return fail("event time '" + std::string(value.str()) + "' is not an RFC 3339 time: " + error);
+    return ms;
+  }
+  case state::Kind::Null: return fail("no event time (the field is missing or null)");
+  default: return fail(std::string("event time must be epoch ms or an RFC 3339 string, got ") +
+                       state::kind_name(value.kind));
+  }
+}
+
+std::unique_ptr<TimestampAssigner> TimestampAssigner::from_node(const pipeline::NodeSpec& node,
+                                                              state::FieldNames& names) {
+  auto text = node.config["event_time"].value<std::string>();
+  if (!text) return nullptr;
+  const toml::table* watermark = node.config["watermark"].as_table();
+  std::int64_t max_delay = watermark ? pipeline::duration_ms_or(watermark->get("max_delay"), 0) : 0;
+  std::int64_t idle = watermark ? pipeline::duration_ms_or(watermark->get("idle_timeout"), 0) : 0;
+  return std::unique_ptr<TimestampAssigner>(
+      new TimestampAssigner(pipeline::Expression::compile(*text, names), max_delay, idle));
+}
+
+void TimestampAssigner::assign(const state::Batch& in, state::Batch& out, const OperatorContext& ctx) {
+  out.retain_memory_of(in);
+  eval_.arena = &scratch_;
+  std::int64_t largest = kWatermarkMin;
+  for (const auto& record : in) {
+    state::Value value;
+    if (!expression_.eval(record, eval_, value)) {
+      report_bad_record(ctx, record, eval_.error);
+      continue;
+    }
+    auto ts = event_time_of(value);
+    if (!ts) {
+      report_bad_record(ctx, record, ts.error());
+      continue;
+    }
+    state::Record stamped = record;
+    stamped.timestamp = *ts;
+    out.add_shared(stamped);
+    largest = std::max(largest, *ts);
+  }
+  scratch_.reset();
+  if (largest != kWatermarkMin) {
+    // Saturating: a max_delay larger than the distance to the minimum keeps the minimum.
+    std::int64_t candidate = largest < kWatermarkMin + max_delay_ms_ ? kWatermarkMin : largest - max_delay_ms_;
+    watermark_ = std::max(watermark_, candidate);
+  }
+}
+
+} // namespace streamctl::operators
