@@ -29,10 +29,13 @@ class GeneratorSource final : public Source {
 public:
   // `only`: for nexmark, the one kind of event to emit (absent: all), numbered as in the full
   // stream.
-  GeneratorSource(const pipeline::NodeSpec& node, state::FieldNames& names, std::optional<NexmarkKind> only)
+  GeneratorSource(const pipeline::NodeSpec& node, state::FieldNames& names,
+                  std::optional<NexmarkKind> only)
       : only_(only) {
     std::string profile = node.config["profile"].value_or(std::string("counter"));
-    profile_ = profile == "clicks" ? Profile::Clicks : profile == "nexmark" ? Profile::Nexmark : Profile::Counter;
+    profile_ = profile == "clicks"    ? Profile::Clicks
+               : profile == "nexmark" ? Profile::Nexmark
+                                      : Profile::Counter;
     if (auto c = node.config["count"].value<std::int64_t>()) {
       bounded_ = true;
       count_ = static_cast<std::uint64_t>(std::max<std::int64_t>(0, *c));
@@ -91,7 +94,8 @@ public:
 private:
   void make_record(std::uint64_t n, state::Batch& out) {
     if (profile_ == Profile::Nexmark) {
-      make_nexmark_event(seed_, n, NexmarkClock{start_time_, interval_ms_}, *nexmark_fields_, builder_, out);
+      make_nexmark_event(seed_, n, NexmarkClock{start_time_, interval_ms_}, *nexmark_fields_,
+                         builder_, out);
       return;
     }
     std::int64_t ts = start_time_ + static_cast<std::int64_t>(n) * interval_ms_;
@@ -146,8 +150,10 @@ pipeline::NodeTypeSchema generator_source_schema() {
   return pipeline::NodeTypeSchema{
       "generator",
       {
-          KeySchema{"profile", KeyType::Enum, false, {"counter", "clicks", "nexmark"}, {}, "what to generate"},
-          KeySchema{"count", KeyType::Int, false, {}, {}, "records in all (absent: unbounded); nexmark: events"},
+          KeySchema{"profile", KeyType::Enum, false, {"counter", "clicks", "nexmark"}, {},
+                    "what to generate"},
+          KeySchema{"count", KeyType::Int, false, {}, {},
+                    "records in all (absent: unbounded); nexmark: events of the full stream"},
           KeySchema{"rate", KeyType::Float, false, {}, {}, "records per second for the whole source"},
           KeySchema{"seed", KeyType::Int, false, {}, {}, "seed of the pseudo-random fields"},
           KeySchema{"start_time", KeyType::Int, false, {}, {}, "ts of record 0, epoch ms"},
@@ -159,13 +165,14 @@ pipeline::NodeTypeSchema generator_source_schema() {
       }};
 }
 
-std::unique_ptr<Source> make_generator_source(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
+std::unique_ptr<Source> make_generator_source(const pipeline::PipelineSpec& spec,
+                                              const pipeline::NodeSpec& node,
                                               state::FieldNames& names) {
   std::optional<NexmarkKind> only;
   if (auto events = node.config["events"].value<std::string>()) {
     if (node.config["profile"].value_or(std::string("counter")) != "nexmark")
-      throw Error(ErrorKind::Usage, pipeline::position_of(spec, node, "events") + ": source '" + node.name +
-                                        "': 'events' needs profile = \"nexmark\"");
+      throw Error(ErrorKind::Usage, pipeline::position_of(spec, node, "events") + ": source '" +
+                                        node.name + "': 'events' needs profile = \"nexmark\"");
     if (*events == "person") only = NexmarkKind::Person;
     if (*events == "auction") only = NexmarkKind::Auction;
     if (*events == "bid") only = NexmarkKind::Bid;

@@ -4,6 +4,8 @@
 //   profile = "counter": {"seq": N, "ts": start_time + N * interval}
 //   profile = "clicks":  {"ts", "user", "page", "status", "bytes"}, each a pure function of
 //                        (seed, N), like the benchmark's click logs
+//   profile = "nexmark": the Nexmark person/auction/bid events (operators/nexmark.hpp);
+//                        `events` keeps one kind, numbered as in the full stream
 //
 // Record N is made by subtask N mod parallelism, so the multiset of records does not depend
 // on the parallelism. `count` bounds the source (absent: unbounded); `rate` caps records per

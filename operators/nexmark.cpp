@@ -29,16 +29,17 @@ constexpr std::uint64_t kHotChannelRatio = 2;
 constexpr std::uint64_t kChannels = 10000;
 constexpr std::array<std::string_view, 4> kHotChannels{"Google", "Facebook", "Baidu", "Apple"};
 
-constexpr std::array<std::string_view, 11> kFirstNames{"Peter", "Paul",  "Luke",  "John",   "Saul",  "Vicky",
-                                                       "Kate",  "Julie", "Sarah", "Deiter", "Walter"};
-constexpr std::array<std::string_view, 9> kLastNames{"Shultz", "Abrams", "Spencer", "White", "Bartels",
-                                                     "Walton", "Smith",  "Jones",   "Noris"};
-constexpr std::array<std::string_view, 10> kCities{"Phoenix", "Los Angeles", "San Francisco", "Boise", "Portland",
-                                                   "Bend",    "Redmond",     "Seattle",       "Kent",  "Cheyenne"};
+constexpr std::array<std::string_view, 11> kFirstNames{
+    "Peter", "Paul", "Luke", "John", "Saul", "Vicky", "Kate", "Julie", "Sarah", "Deiter", "Walter"};
+constexpr std::array<std::string_view, 9> kLastNames{
+    "Shultz", "Abrams", "Spencer", "White", "Bartels", "Walton", "Smith", "Jones", "Noris"};
+constexpr std::array<std::string_view, 10> kCities{
+    "Phoenix", "Los Angeles", "San Francisco", "Boise", "Portland",
+    "Bend",    "Redmond",     "Seattle",       "Kent",  "Cheyenne"};
 constexpr std::array<std::string_view, 6> kStates{"AZ", "CA", "ID", "OR", "WA", "WY"};
 
 // Salts, so that the streams of different uses of one number do not coincide.
-constexpr std::uint64_t kEventSalt = 0x6e65786d61726b31ULL; // "nexmark1"
+constexpr std::uint64_t kEventSalt = 0x6e65786d61726b31ULL;   // "nexmark1"
 constexpr std::uint64_t kChannelSalt = 0x6368616e6e656c31ULL; // "channel1"
 
 // splitmix64's finaliser: a fast, well-mixed bijection, stable across builds.
@@ -169,21 +170,23 @@ Text::Span add_base_url(Text& text, std::uint64_t key) {
 
 std::uint32_t reverse_bits(std::uint32_t x) {
   std::uint32_t r = 0;
-  for (int k = 0; k < 32; ++k, x >>= 1) r = (r << 1) | (x & 1);
+  for (int k = 0; k < 32; ++k, x >>= 1)
+    r = (r << 1) | (x & 1);
   return r;
 }
 
 // A person made at or before the event whose newest person is `last` (base 0): the hot one
 // with probability 1 - 1/hot_ratio, else one of the newest kActivePeople.
-std::uint64_t pick_person(Rng& rng, std::uint64_t last, std::uint64_t hot_ratio, std::uint64_t hot) {
+std::uint64_t pick_person(Rng& rng, std::uint64_t last, std::uint64_t hot_ratio,
+                          std::uint64_t hot) {
   if (!rng.one_in(hot_ratio)) return hot;
   std::uint64_t people = last + 1;
   std::uint64_t active = std::min(people, kActivePeople);
   return people - active + rng.below(active);
 }
 
-void make_person(std::uint64_t n, Rng& rng, std::int64_t ts, const NexmarkFields& f, state::RecordBuilder& b,
-                 state::Batch& out) {
+void make_person(std::uint64_t n, Rng& rng, std::int64_t ts, const NexmarkFields& f,
+                 state::RecordBuilder& b, state::Batch& out) {
   Text text;
   auto type = text.add("person");
   std::uint32_t m = text.mark();
@@ -217,15 +220,16 @@ void make_person(std::uint64_t n, Rng& rng, std::int64_t ts, const NexmarkFields
   b.append(f.date_time, Value::integer(ts));
 }
 
-void make_auction(std::uint64_t n, Rng& rng, std::int64_t ts, std::int64_t interval_ms, const NexmarkFields& f,
-                  state::RecordBuilder& b, state::Batch& out) {
+void make_auction(std::uint64_t n, Rng& rng, std::int64_t ts, std::int64_t interval_ms,
+                  const NexmarkFields& f, state::RecordBuilder& b, state::Batch& out) {
   auto last_person = static_cast<std::uint64_t>(nexmark_last_person_id(n) - kNexmarkFirstPersonId);
   std::uint64_t hot_seller = last_person / kHotBlock * kHotBlock;
   std::uint64_t seller = pick_person(rng, last_person, kHotSellerRatio, hot_seller);
   auto category = kNexmarkFirstCategory + static_cast<std::int64_t>(rng.below(kNexmarkCategories));
   std::int64_t initial_bid = next_price(rng);
   auto horizon_ms = static_cast<std::uint64_t>(interval_ms) * kAuctionHorizonEvents;
-  auto expires = ts + 1 + static_cast<std::int64_t>(rng.below(std::max<std::uint64_t>(2 * horizon_ms, 1)));
+  auto expires =
+      ts + 1 + static_cast<std::int64_t>(rng.below(std::max<std::uint64_t>(2 * horizon_ms, 1)));
   Text text;
   auto type = text.add("auction");
   auto item_name = text.add_words(rng, 3 + rng.below(17), true);
@@ -245,9 +249,10 @@ void make_auction(std::uint64_t n, Rng& rng, std::int64_t ts, std::int64_t inter
   b.append(f.category, Value::integer(category));
 }
 
-void make_bid(std::uint64_t n, Rng& rng, std::int64_t ts, const NexmarkFields& f, state::RecordBuilder& b,
-              state::Batch& out) {
-  auto last_auction = static_cast<std::uint64_t>(nexmark_last_auction_id(n) - kNexmarkFirstAuctionId);
+void make_bid(std::uint64_t n, Rng& rng, std::int64_t ts, const NexmarkFields& f,
+              state::RecordBuilder& b, state::Batch& out) {
+  auto last_auction =
+      static_cast<std::uint64_t>(nexmark_last_auction_id(n) - kNexmarkFirstAuctionId);
   std::uint64_t auction = last_auction / kHotBlock * kHotBlock;
   if (rng.one_in(kHotAuctionRatio)) {
     std::uint64_t first = last_auction > kInFlightAuctions ? last_auction - kInFlightAuctions : 0;
@@ -299,21 +304,25 @@ void make_bid(std::uint64_t n, Rng& rng, std::int64_t ts, const NexmarkFields& f
 NexmarkFields::NexmarkFields(state::FieldNames& names)
     : event_type(names.intern("event_type")), id(names.intern("id")), name(names.intern("name")),
       email_address(names.intern("email_address")), credit_card(names.intern("credit_card")),
-      city(names.intern("city")), state(names.intern("state")), date_time(names.intern("date_time")),
-      item_name(names.intern("item_name")), description(names.intern("description")),
-      initial_bid(names.intern("initial_bid")), reserve(names.intern("reserve")), expires(names.intern("expires")),
-      seller(names.intern("seller")), category(names.intern("category")), auction(names.intern("auction")),
-      bidder(names.intern("bidder")), price(names.intern("price")), channel(names.intern("channel")),
-      url(names.intern("url")) {}
+      city(names.intern("city")), state(names.intern("state")),
+      date_time(names.intern("date_time")), item_name(names.intern("item_name")),
+      description(names.intern("description")), initial_bid(names.intern("initial_bid")),
+      reserve(names.intern("reserve")), expires(names.intern("expires")),
+      seller(names.intern("seller")), category(names.intern("category")),
+      auction(names.intern("auction")), bidder(names.intern("bidder")),
+      price(names.intern("price")), channel(names.intern("channel")), url(names.intern("url")) {}
 
 void make_nexmark_event(std::uint64_t seed, std::uint64_t n, const NexmarkClock& clock,
-                        const NexmarkFields& fields, state::RecordBuilder& builder, state::Batch& out) {
+                        const NexmarkFields& fields, state::RecordBuilder& builder,
+                        state::Batch& out) {
   Rng rng(mix(mix(seed ^ kEventSalt) + n));
   std::int64_t ts = clock.start_time + static_cast<std::int64_t>(n) * clock.interval_ms;
   builder.reset();
   switch (nexmark_kind(n)) {
   case NexmarkKind::Person: make_person(n, rng, ts, fields, builder, out); break;
-  case NexmarkKind::Auction: make_auction(n, rng, ts, clock.interval_ms, fields, builder, out); break;
+  case NexmarkKind::Auction:
+    make_auction(n, rng, ts, clock.interval_ms, fields, builder, out);
+    break;
   case NexmarkKind::Bid: make_bid(n, rng, ts, fields, builder, out); break;
   }
   builder.finish(out);

@@ -54,7 +54,9 @@ constexpr std::int64_t nexmark_last_person_id(std::uint64_t n) {
 constexpr std::int64_t nexmark_last_auction_id(std::uint64_t n) {
   auto epoch = static_cast<std::int64_t>(n / 50);
   auto offset = static_cast<std::int64_t>(n % 50);
-  std::int64_t base0 = offset == 0 ? 3 * epoch - 1 : offset <= 3 ? 3 * epoch + offset - 1 : 3 * epoch + 2;
+  std::int64_t base0 = offset == 0   ? 3 * epoch - 1
+                       : offset <= 3 ? 3 * epoch + offset - 1
+                                     : 3 * epoch + 2;
   return kNexmarkFirstAuctionId + base0;
 }
 
@@ -84,6 +86,7 @@ struct NexmarkClock {
 // Ids, prices (in cents) and times are ints; the rest strings, all stored in `out`'s arena with
 // one allocation per record. `builder` is scratch space, reset here.
 void make_nexmark_event(std::uint64_t seed, std::uint64_t n, const NexmarkClock& clock,
-                        const NexmarkFields& fields, state::RecordBuilder& builder, state::Batch& out);
+                        const NexmarkFields& fields, state::RecordBuilder& builder,
+                        state::Batch& out);
 
 } // namespace streamctl::operators
