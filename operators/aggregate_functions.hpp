@@ -32,6 +32,10 @@
 // values are keyed by canonical bytes (see aggregate_functions.cpp), which name map fields by
 // their text, never by FieldId, so that snapshots move between processes.
 //
+// merge() cannot fail, so the two cases that add() reports as errors resolve quietly there: two
+// int sums whose total overflows become a float sum, and min/max of a numbers slot and a strings
+// slot keep `into`.
+//
 // top_k counts exactly: its memory grows with the number of distinct values of x in a row (about
 // 64 bytes plus the value's size for each). count_distinct likewise.
 //
@@ -123,9 +127,9 @@ private:
 // A parsed call, ready to be made into a function.
 struct AggregateCall {
   AggregateKind kind = AggregateKind::Count;
-  std::string text;                              // trimmed call text, for messages
+  std::string text;                             // trimmed call text, for messages
   std::optional<pipeline::Expression> argument; // absent only for count()
-  std::uint32_t k = 0;                           // top_k's k
+  std::uint32_t k = 0;                          // top_k's k
 };
 
 // `names` must outlive the function: map values are encoded by field name and decoded by

@@ -41,13 +41,15 @@ double tau(double x) {
 }
 
 void put_u32(std::string& out, std::uint32_t v) {
-  for (int k = 0; k < 4; ++k) out.push_back(static_cast<char>(v >> (8 * k)));
+  for (int k = 0; k < 4; ++k)
+    out.push_back(static_cast<char>(v >> (8 * k)));
 }
 
 bool get_u32(std::string_view& in, std::uint32_t& v) {
   if (in.size() < 4) return false;
   v = 0;
-  for (int k = 0; k < 4; ++k) v |= static_cast<std::uint32_t>(static_cast<unsigned char>(in[k])) << (8 * k);
+  for (int k = 0; k < 4; ++k)
+    v |= static_cast<std::uint32_t>(static_cast<unsigned char>(in[k])) << (8 * k);
   in.remove_prefix(4);
   return true;
 }
@@ -96,7 +98,8 @@ void HyperLogLog::set_max(std::uint32_t index, std::uint8_t rank) {
 
 void HyperLogLog::make_dense() {
   auto dense = std::make_unique<std::uint8_t[]>(registers); // zero-filled
-  for (std::uint32_t e : sparse_) dense[e >> 8] = static_cast<std::uint8_t>(e & 0xff);
+  for (std::uint32_t e : sparse_)
+    dense[e >> 8] = static_cast<std::uint8_t>(e & 0xff);
   dense_ = std::move(dense);
   std::vector<std::uint32_t>().swap(sparse_);
 }
@@ -108,7 +111,8 @@ void HyperLogLog::merge(const HyperLogLog& other) {
       dense_[k] = std::max(dense_[k], other.dense_[k]);
     return;
   }
-  for (std::uint32_t e : other.sparse_) set_max(e >> 8, static_cast<std::uint8_t>(e & 0xff));
+  for (std::uint32_t e : other.sparse_)
+    set_max(e >> 8, static_cast<std::uint8_t>(e & 0xff));
 }
 
 std::uint8_t HyperLogLog::register_value(std::uint32_t index) const {
@@ -121,14 +125,17 @@ double HyperLogLog::estimate() const {
   // Histogram of register values: c[k] registers hold rank k.
   std::array<double, max_rank + 1> c{};
   if (dense_) {
-    for (std::uint32_t k = 0; k < registers; ++k) c[dense_[k]] += 1;
+    for (std::uint32_t k = 0; k < registers; ++k)
+      c[dense_[k]] += 1;
   } else {
     c[0] = static_cast<double>(registers - sparse_.size());
-    for (std::uint32_t e : sparse_) c[e & 0xff] += 1;
+    for (std::uint32_t e : sparse_)
+      c[e & 0xff] += 1;
   }
   const double m = registers;
   double z = m * tau(1.0 - c[q + 1] / m);
-  for (int k = q; k >= 1; --k) z = 0.5 * (z + c[static_cast<std::size_t>(k)]);
+  for (int k = q; k >= 1; --k)
+    z = 0.5 * (z + c[static_cast<std::size_t>(k)]);
   z += m * sigma(c[0] / m);
   const double alpha_inf = 0.5 / std::log(2.0);
   return alpha_inf * m * m / z; // an empty sketch: z = ∞, estimate 0
@@ -147,7 +154,8 @@ void HyperLogLog::serialize(std::string& out) const {
   }
   out.push_back(0);
   put_u32(out, static_cast<std::uint32_t>(sparse_.size()));
-  for (std::uint32_t e : sparse_) put_u32(out, e);
+  for (std::uint32_t e : sparse_)
+    put_u32(out, e);
 }
 
 Result<void> HyperLogLog::deserialize(std::string_view& in) {

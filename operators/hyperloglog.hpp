@@ -33,7 +33,7 @@ class HyperLogLog {
 public:
   static constexpr int precision = 14;
   static constexpr std::uint32_t registers = 1u << precision; // m
-  static constexpr int max_rank = 64 - precision + 1;          // 51
+  static constexpr int max_rank = 64 - precision + 1;         // 51
   // The sparse list turns dense when it holds more entries than this (4 bytes an entry:
   // 8 KiB of entries against 16 KiB of registers).
   static constexpr std::size_t sparse_limit = registers / 8;
@@ -69,14 +69,12 @@ public:
   Result<void> deserialize(std::string_view& in);
 
 private:
-  static std::uint32_t entry(std::uint32_t index, std::uint8_t rank) {
-    return index << 8 | rank;
-  }
+  static std::uint32_t entry(std::uint32_t index, std::uint8_t rank) { return index << 8 | rank; }
   void set_max(std::uint32_t index, std::uint8_t rank);
   void make_dense();
 
-  std::vector<std::uint32_t> sparse_;         // used while dense_ is null; sorted by register
-  std::unique_ptr<std::uint8_t[]> dense_;     // `registers` bytes, or null while sparse
+  std::vector<std::uint32_t> sparse_;     // used while dense_ is null; sorted by register
+  std::unique_ptr<std::uint8_t[]> dense_; // `registers` bytes, or null while sparse
 };
 
 } // namespace streamctl::operators
