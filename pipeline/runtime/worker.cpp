@@ -78,6 +78,13 @@ private:
              .set("chain", where)
              .set("kind", kind)
              .set("message", message));
+    // Stay until the coordinator has read the reason and cancels: exiting at once would race
+    // the message with SIGCHLD, and the job would fail as "exited with status 1".
+    auto deadline = Clock::now() + std::chrono::seconds(5);
+    while (Clock::now() < deadline) {
+      auto reply = receive_control(std::chrono::milliseconds(200));
+      if (reply && reply->type == "CANCEL") break;
+    }
     return 1;
   }
 
