@@ -7,17 +7,16 @@
 
 namespace streamctl::state {
 
-void state_assertion_failed(const char* condition, const char* reason, const char* file,
-                            int line) {
+void state_assertion_failed(const char* condition, const char* reason, const char* file, int line) {
   std::fprintf(stderr, "%s:%d: internal error: %s (%s)\n", file, line, reason, condition);
   std::fflush(stderr);
   std::abort();
 }
 
-std::uint64_t hash_key_bytes(const void* data, std::size_t size) {
+std::uint64_t hash_key_bytes(std::string_view encoded) {
   // XXH3_64bits is XXH3_64bits_withSeed(.., 0); spelled out because the seed is part of the
   // format.
-  return XXH3_64bits_withSeed(data, size, 0);
+  return XXH3_64bits_withSeed(encoded.data(), encoded.size(), 0);
 }
 
 namespace {
@@ -43,8 +42,7 @@ KeyGroupRange key_group_range(int subtask, int parallelism, std::uint32_t max_pa
                        static_cast<std::uint32_t>((i + 1) * m / p)};
 }
 
-int subtask_for_key_group(std::uint32_t key_group, int parallelism,
-                          std::uint32_t max_parallelism) {
+int subtask_for_key_group(std::uint32_t key_group, int parallelism, std::uint32_t max_parallelism) {
   check_parallelism(parallelism, max_parallelism);
   STREAMCTL_STATE_ASSERT(key_group < max_parallelism, "key group must be < max_parallelism");
   // Subtask i owns kg iff floor(i*m/p) <= kg < floor((i+1)*m/p). The first condition is

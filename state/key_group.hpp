@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace streamctl::state {
 
@@ -24,19 +25,16 @@ namespace streamctl::state {
                                          const char* file, int line);
 
 #define STREAMCTL_STATE_ASSERT(condition, reason)                                                  \
-  ((condition) ? static_cast<void>(0)                                                              \
-               : ::streamctl::state::state_assertion_failed(#condition, reason, __FILE__,          \
-                                                            __LINE__))
+  ((condition)                                                                                     \
+       ? static_cast<void>(0)                                                                      \
+       : ::streamctl::state::state_assertion_failed(#condition, reason, __FILE__, __LINE__))
 
 // The largest max_parallelism accepted (Flink's limit too): key groups fit comfortably in
 // 16 bits of a snapshot's index, and per-group tables stay affordable.
 inline constexpr std::uint32_t max_key_groups = 32768;
 
 // XXH3-64, seed 0, of an encoded key. Stable forever (see above).
-std::uint64_t hash_key_bytes(const void* data, std::size_t size);
-template <typename Bytes> std::uint64_t hash_key_bytes(const Bytes& encoded) {
-  return hash_key_bytes(encoded.data(), encoded.size());
-}
+std::uint64_t hash_key_bytes(std::string_view encoded);
 
 inline std::uint32_t key_group_of(std::uint64_t hash, std::uint32_t max_parallelism) {
   return static_cast<std::uint32_t>(hash % max_parallelism);
@@ -59,7 +57,6 @@ struct KeyGroupRange {
 KeyGroupRange key_group_range(int subtask, int parallelism, std::uint32_t max_parallelism);
 
 // The subtask of `parallelism` that owns `key_group`: the exact inverse of key_group_range.
-int subtask_for_key_group(std::uint32_t key_group, int parallelism,
-                          std::uint32_t max_parallelism);
+int subtask_for_key_group(std::uint32_t key_group, int parallelism, std::uint32_t max_parallelism);
 
 } // namespace streamctl::state

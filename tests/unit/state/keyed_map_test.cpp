@@ -1,0 +1,368 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "state/key_codec.hpp"
+#include "state/key_group.hpp"
+#include "state/keyed_map.hpp"
+
+using namespace streamctl::state;
+
+namespace {
+
+constexpr std::uint32_t max_p = 128;
+
+struct Key {
+  std::string bytes;
+  std::uint64_t hash;
+};
+
+// `n` distinct encoded keys: one-string keys of 1 to 40 characters (so both inline keys of at
+// most 15 bytes and long keys), and int keys.
+std::vector<Key> make_keys(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  FieldNames names;
+  std::vector<Key> keys;
+  std::unordered_set<std::string> seen;
+  std::string text;
+  while (keys.size() < n) {
+    Value v;
+    if (rng() % 4 == 0) {
+      v = Value::integer(static_cast<std::int64_t>(rng()));
+    } else {
+      text = "k" + std::to_string(keys.size());
+      std::size_t len = 1 + rng() % 40;
+      while (text.size() < len)
+        text += static_cast<char>('a' + rng() % 26);
+      v = Value::string(text);
+    }
+    Key k;
+    encode_key(std::span<const Value>(&v, 1), names, k.bytes);
+    if (!seen.insert(k.bytes).second) continue;
+    k.hash = hash_key_bytes(k.bytes);
+    keys.push_back(std::move(k));
+  }
+  return keys;
+}
+
+template <typename V> std::unordered_map<std::string, V> contents(const KeyedMap<V>& map) {
+  std::unordered_map<std::string, V> out;
+  std::size_t visits = 0;
+  map.for_each([&](std::string_view key, const V& v) {
+    out.emplace(std::string(key), v);
+    ++visits;
+  });
+  CHECK(visits == out.size()); // every key visited once
+  return out;
+}
+
+// Counts live instances, to check that every constructed value is destroyed exactly once.
+struct Tracked {
+  static inline long live = 0;
+  long value = 0;
+  Tracked() { ++live; }
+  explicit Tracked(long v) : value(v) { ++live; }
+  Tracked(Tracked&& o) noexcept : value(o.value) { ++live; }
+  Tracked& operator=(Tracked&&) noexcept = default;
+  ~Tracked() { --live; }
+};
+
+} // namespace
+
+TEST_CASE("KeyedMap inserts, finds and erases", "[state][keyed_map]") {
+  KeyedMap<std::int64_t> map(key_group_range(0, 1, max_p), max_p);
+  std::string k = "key";
+  std::uint64_t h = hash_key_bytes(k);
+  CHECK(map.find(k, h) == nullptr);
+  bool inserted = false;
+  map.get_or_insert(k, h, &inserted) = 5;
+  CHECK(inserted);
+  CHECK(map.get_or_insert(k, h, &inserted) == 5);
+  CHECK_FALSE(inserted);
+  REQUIRE(map.find(k, h) != nullptr);
+  CHECK(*map.find(k, h) == 5);
+  CHECK(map.size() == 1);
+  CHECK(map.group_size(key_group_of(h, max_p)) == 1);
+  CHECK(map.erase(k, h));
+  CHECK_FALSE(map.erase(k, h));
+  CHECK(map.find(k, h) == nullptr);
+  CHECK(map.empty());
+  // The empty key and a 15- and 16-byte key (inline limit) are keys like any other.
+  for (std::string key : {std::string(), std::string(15, 'x'), std::string(16, 'x')}) {
+    std::uint64_t kh = hash_key_bytes(key);
+    map.get_or_insert(key, kh) = static_cast<std::int64_t>(key.size());
+    REQUIRE(map.find(key, kh) != nullptr);
+    CHECK(*map.find(key, kh) == static_cast<std::int64_t>(key.size()));
+  }
+  CHECK(map.size() == 3);
+  auto c = contents(map);
+  CHECK(c.count(std::string(16, 'x')) == 1);
+  CHECK(c.count(std::string()) == 1);
+}
+
+TEST_CASE("KeyedMap agrees with std::unordered_map under random operations", "[state][keyed_map]") {
+  const std::size_t n = 200000;
+  std::vector<Key> keys = make_keys(n, 1);
+  KeyedMap<std::int64_t> map(key_group_range(0, 1, max_p), max_p);
+  std::unordered_map<std::string, std::int64_t> reference;
+  std::mt19937_64 rng(2);
+  // Mismatches are counted rather than asserted one by one: millions of Catch assertions
+  // would dominate the run time.
+  std::size_t mismatches = 0;
+
+  for (std::size_t k = 0; k < n; ++k) {
+    bool inserted = false;
+    map.get_or_insert(keys[k].bytes, keys[k].hash, &inserted) = static_cast<std::int64_t>(k);
+    mismatches += !inserted;
+    reference[keys[k].bytes] = static_cast<std::int64_t>(k);
+  }
+  REQUIRE(map.size() == n);
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::int64_t* v = map.find(keys[k].bytes, keys[k].hash);
+    mismatches += v == nullptr || *v != static_cast<std::int64_t>(k);
+  }
+  REQUIRE(mismatches == 0);
+
+  // Random increments, erases and lookups; a sparser phase makes tables shrink, a denser one
+  // grow again.
+  for (int phase = 0; phase < 3; ++phase) {
+    const int erase_weight = phase == 1 ? 8 : 3;
+    for (int op = 0; op < 250000; ++op) {
+      const Key& k = keys[rng() % n];
+      int what = static_cast<int>(rng() % 10);
+      if (what < erase_weight) {
+        bool erased = map.erase(k.bytes, k.hash);
+        mismatches += erased != (reference.erase(k.bytes) == 1);
+      } else if (what < 8) {
+        bool inserted = false;
+        std::int64_t& v = map.get_or_insert(k.bytes, k.hash, &inserted);
+        auto [it, ref_inserted] = reference.try_emplace(k.bytes, 0);
+        mismatches += inserted != ref_inserted || v != it->second;
+        v += 1;
+        it->second += 1;
+      } else {
+        const std::int64_t* v = map.find(k.bytes, k.hash);
+        auto it = reference.find(k.bytes);
+        mismatches +=
+            (v != nullptr) != (it != reference.end()) || (v != nullptr && *v != it->second);
+      }
+    }
+    REQUIRE(mismatches == 0);
+    REQUIRE(map.size() == reference.size());
+    auto c = contents(map);
+    REQUIRE(c.size() == reference.size());
+    for (const auto& [key, v] : reference) {
+      auto it = c.find(key);
+      mismatches += it == c.end() || it->second != v;
+    }
+    REQUIRE(mismatches == 0);
+  }
+
+  // Erase everything in random order, then reinsert: no stale entry survives.
+  std::vector<std::size_t> order(n);
+  for (std::size_t k = 0; k < n; ++k)
+    order[k] = k;
+  std::shuffle(order.begin(), order.end(), rng);
+  for (std::size_t k : order)
+    mismatches += map.erase(keys[k].bytes, keys[k].hash) != (reference.erase(keys[k].bytes) == 1);
+  REQUIRE(map.empty());
+  for (std::size_t k = 0; k < n; k += 2)
+    map.get_or_insert(keys[k].bytes, keys[k].hash) = 7;
+  for (std::size_t k = 0; k < n; ++k)
+    mismatches += (map.find(keys[k].bytes, keys[k].hash) != nullptr) != (k % 2 == 0);
+  CHECK(mismatches == 0);
+}
+
+TEST_CASE("KeyedMap iterates, erases and clears by key group", "[state][keyed_map]") {
+  const KeyGroupRange range = key_group_range(2, 5, max_p); // [51, 76)
+  std::vector<Key> all = make_keys(60000, 3);
+  std::vector<Key> owned;
+  for (auto& k : all)
+    if (range.contains(key_group_of(k.hash, max_p))) owned.push_back(k);
+  REQUIRE(owned.size() > 5000);
+
+  KeyedMap<std::int64_t> map(range, max_p);
+  std::map<std::uint32_t, std::set<std::string>> by_group;
+  for (std::size_t k = 0; k < owned.size(); ++k) {
+    map.get_or_insert(owned[k].bytes, owned[k].hash) = static_cast<std::int64_t>(k);
+    by_group[key_group_of(owned[k].hash, max_p)].insert(owned[k].bytes);
+  }
+  for (std::uint32_t kg = range.first; kg < range.end; ++kg) {
+    std::set<std::string> seen;
+    map.for_each_in_group(kg, [&](std::string_view key, std::int64_t&) {
+      CHECK(key_group_of(hash_key_bytes(key), max_p) == kg);
+      CHECK(seen.insert(std::string(key)).second);
+    });
+    CHECK(seen == by_group[kg]);
+    CHECK(map.group_size(kg) == by_group[kg].size());
+  }
+
+  // erase_if_in_group visits each entry of the group once and erases what it is told to.
+  const std::uint32_t g1 = range.first + 3;
+  std::size_t visited = 0, odd = 0;
+  std::size_t erased = map.erase_if_in_group(g1, [&](std::string_view, std::int64_t& v) {
+    ++visited;
+    odd += v % 2;
+    return v % 2 == 1;
+  });
+  CHECK(visited == by_group[g1].size());
+  CHECK(erased == odd);
+  map.for_each_in_group(g1, [&](std::string_view, std::int64_t& v) { CHECK(v % 2 == 0); });
+  CHECK(map.group_size(g1) == by_group[g1].size() - odd);
+
+  // Erasing every entry of a group through erase_if.
+  const std::uint32_t g2 = range.first + 4;
+  CHECK(map.erase_if_in_group(g2, [](std::string_view, std::int64_t&) { return true; }) ==
+        by_group[g2].size());
+  CHECK(map.group_size(g2) == 0);
+
+  // clear_group removes exactly that group.
+  const std::uint32_t g3 = range.first + 7;
+  std::size_t before = map.size();
+  map.clear_group(g3);
+  CHECK(map.group_size(g3) == 0);
+  CHECK(map.size() == before - by_group[g3].size());
+  for (auto& k : owned) {
+    std::uint32_t kg = key_group_of(k.hash, max_p);
+    if (kg == g2 || kg == g3 || kg == g1) continue;
+    CHECK(map.find(k.bytes, k.hash) != nullptr);
+  }
+  // A cleared group takes new keys again.
+  for (auto& k : owned)
+    if (key_group_of(k.hash, max_p) == g3) map.get_or_insert(k.bytes, k.hash) = -1;
+  CHECK(map.group_size(g3) == by_group[g3].size());
+
+  // erase_if over the whole map.
+  std::size_t rest = map.size();
+  CHECK(map.erase_if([](std::string_view, std::int64_t&) { return true; }) == rest);
+  CHECK(map.empty());
+}
+
+TEST_CASE("KeyedMap destroys every value exactly once", "[state][keyed_map]") {
+  std::vector<Key> keys = make_keys(30000, 4);
+  {
+    KeyedMap<Tracked> map(key_group_range(0, 1, max_p), max_p);
+    std::mt19937_64 rng(5);
+    for (int op = 0; op < 200000; ++op) {
+      const Key& k = keys[rng() % keys.size()];
+      if (rng() % 3 == 0)
+        map.erase(k.bytes, k.hash);
+      else
+        map.try_emplace(k.bytes, k.hash, static_cast<long>(op));
+      if (op % 1000 == 0) REQUIRE(Tracked::live == static_cast<long>(map.size()));
+    }
+    REQUIRE(Tracked::live == static_cast<long>(map.size()));
+    map.erase_if([](std::string_view, Tracked& t) { return t.value % 2 == 0; });
+    REQUIRE(Tracked::live == static_cast<long>(map.size()));
+    map.clear_group(5);
+    REQUIRE(Tracked::live == static_cast<long>(map.size()));
+
+    KeyedMap<Tracked> moved(std::move(map));
+    REQUIRE(Tracked::live == static_cast<long>(moved.size()));
+    CHECK(map.size() == 0); // NOLINT(bugprone-use-after-move): moved-from is empty
+    KeyedMap<Tracked> assigned(key_group_range(0, 1, max_p), max_p);
+    assigned.get_or_insert(keys[0].bytes, keys[0].hash);
+    assigned = std::move(moved);
+    REQUIRE(Tracked::live == static_cast<long>(assigned.size()));
+  }
+  CHECK(Tracked::live == 0);
+}
+
+TEST_CASE("KeyedMap holds values that own memory (no leaks under ASan)", "[state][keyed_map]") {
+  std::vector<Key> keys = make_keys(20000, 6);
+  KeyedMap<std::string> map(key_group_range(0, 1, max_p), max_p);
+  for (std::size_t k = 0; k < keys.size(); ++k)
+    map.get_or_insert(keys[k].bytes, keys[k].hash) = std::string(20 + k % 100, 'v');
+  std::size_t with_strings = map.memory_bytes();
+  for (std::size_t k = 0; k < keys.size(); k += 2)
+    CHECK(map.erase(keys[k].bytes, keys[k].hash));
+  for (std::size_t k = 1; k < keys.size(); k += 2) {
+    std::string* v = map.find(keys[k].bytes, keys[k].hash);
+    REQUIRE(v != nullptr);
+    CHECK(v->size() == 20 + k % 100);
+    *v += std::string(200, 'w');
+  }
+  CHECK(map.memory_bytes() < with_strings + keys.size() / 2 * 240);
+  map.clear_group(0);
+  // Move-only values work too.
+  KeyedMap<std::unique_ptr<int>> owners(key_group_range(0, 1, max_p), max_p);
+  for (std::size_t k = 0; k < 1000; ++k)
+    owners.get_or_insert(keys[k].bytes, keys[k].hash) = std::make_unique<int>(static_cast<int>(k));
+  for (std::size_t k = 0; k < 1000; k += 3)
+    owners.erase(keys[k].bytes, keys[k].hash);
+  CHECK(**owners.find(keys[1].bytes, keys[1].hash) == 1);
+}
+
+TEST_CASE("KeyedMap tells keys with equal hashes apart", "[state][keyed_map]") {
+  // Hash collisions are astronomically rare with XXH3, but must not merge keys. Give many keys
+  // the same hash (all in one group, one home slot, one long cluster).
+  KeyedMap<int> map(key_group_range(0, 1, max_p), max_p);
+  const std::uint64_t h = 0x0123456789ABCDEFULL;
+  std::vector<std::string> keys;
+  for (int k = 0; k < 300; ++k)
+    keys.push_back(k % 2 == 0 ? "short" + std::to_string(k)
+                              : "a long key, beyond the inline bytes #" + std::to_string(k));
+  for (int k = 0; k < 300; ++k)
+    map.get_or_insert(keys[k], h) = k;
+  for (int k = 0; k < 300; ++k) {
+    REQUIRE(map.find(keys[k], h) != nullptr);
+    CHECK(*map.find(keys[k], h) == k);
+  }
+  for (int k = 0; k < 300; k += 3)
+    CHECK(map.erase(keys[k], h));
+  for (int k = 0; k < 300; ++k)
+    CHECK((map.find(keys[k], h) != nullptr) == (k % 3 != 0));
+  CHECK(map.find("absent", h) == nullptr);
+}
+
+TEST_CASE("KeyedMap compacts long keys and shrinks emptied tables", "[state][keyed_map]") {
+  KeyedMap<std::int64_t> map(key_group_range(0, 1, max_p), max_p);
+  std::vector<std::string> keys;
+  for (int k = 0; k < 50000; ++k)
+    keys.push_back("a long key of more than fifteen bytes, number " + std::to_string(k));
+  for (auto& k : keys)
+    map.get_or_insert(k, hash_key_bytes(k)) = 1;
+  std::size_t full = map.memory_bytes();
+  CHECK(full > keys.size() * (32 + 45));
+  // Erase and insert new long keys repeatedly: garbage must not pile up.
+  for (int round = 0; round < 5; ++round)
+    for (int k = 0; k < 50000; ++k) {
+      map.erase(keys[k], hash_key_bytes(keys[k]));
+      keys[k] += "+";
+      map.get_or_insert(keys[k], hash_key_bytes(keys[k])) = round;
+    }
+  CHECK(map.memory_bytes() < full * 2);
+  for (auto& k : keys)
+    REQUIRE(map.find(k, hash_key_bytes(k)) != nullptr);
+  for (std::size_t k = 10; k < keys.size(); ++k)
+    map.erase(keys[k], hash_key_bytes(keys[k]));
+  CHECK(map.size() == 10);
+  CHECK(map.memory_bytes() < full / 20);
+  for (std::size_t k = 0; k < 10; ++k)
+    CHECK(map.find(keys[k], hash_key_bytes(keys[k])));
+}
+
+TEST_CASE("KeyedMap stores short keys compactly", "[state][keyed_map]") {
+  // 100k one-string keys "u123456": 32-byte slots, tables between 40% and 80% full.
+  KeyedMap<std::int64_t> map(key_group_range(0, 1, max_p), max_p);
+  FieldNames names;
+  std::string key;
+  for (int k = 0; k < 100000; ++k) {
+    std::string text = "u" + std::to_string(100000 + k);
+    Value v = Value::string(text);
+    encode_key(std::span<const Value>(&v, 1), names, key);
+    map.get_or_insert(key, hash_key_bytes(key)) += 1;
+  }
+  double per_key = static_cast<double>(map.memory_bytes()) / static_cast<double>(map.size());
+  INFO(per_key);
+  CHECK(per_key < 32 / 0.4 + 1);
+  CHECK(per_key > 32);
+}
