@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "operators/bad_record.hpp"
+#include "operators/toml_order.hpp"
 #include "operators/wall_clock.hpp"
 #include "pipeline/spec/expression.hpp"
 #include "state/error.hpp"
@@ -65,19 +66,6 @@ private:
   state::RecordBuilder builder_;
   pipeline::EvalContext eval_;
 };
-
-// Tables iterate in key order in toml++; `set` keeps the order the file gives.
-std::vector<std::pair<std::string, const toml::node*>> in_file_order(const toml::table* table) {
-  std::vector<std::pair<std::string, const toml::node*>> entries;
-  if (table == nullptr) return entries;
-  for (const auto& [key, value] : *table) entries.emplace_back(std::string(key.str()), &value);
-  std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
-    const auto& pa = a.second->source().begin;
-    const auto& pb = b.second->source().begin;
-    return pa.line != pb.line ? pa.line < pb.line : pa.column < pb.column;
-  });
-  return entries;
-}
 
 } // namespace
 

@@ -7,6 +7,7 @@
 #include "operators/flat_map.hpp"
 #include "operators/generator_source.hpp"
 #include "operators/map.hpp"
+#include "operators/reduce.hpp"
 #include "operators/stdin_source.hpp"
 #include "operators/stdout_sink.hpp"
 #include "state/error.hpp"
@@ -69,6 +70,7 @@ void register_builtin_types(Registry& registry) {
   registry.add_operator(filter_schema(), make_filter);
   registry.add_operator(map_schema(), make_map);
   registry.add_operator(flat_map_schema(), make_flat_map);
+  registry.add_operator(reduce_schema(), make_reduce);
 
   registry.add_sink(stdout_sink_schema(), make_stdout_sink);
   registry.add_sink(file_sink_schema(), make_file_sink);

@@ -2,17 +2,22 @@
 
 #include "state/batch_codec.hpp"
 #include "state/error.hpp"
+#include "state/key_group.hpp"
 
 namespace streamctl::runtime {
 
-OutputRouter::OutputRouter(zmq::context_t& context, const pipeline::PhysicalPlan& plan,
-                           const pipeline::Task& task, const std::map<int, std::string>& endpoints_by_task,
+OutputRouter::OutputRouter(zmq::context_t& context, const pipeline::PipelineSpec& spec,
+                           const pipeline::PhysicalPlan& plan, const pipeline::Task& task, const std::map<int, std::string>& endpoints_by_task,
                            state::FieldNames& names, std::size_t batch_size,
                            std::chrono::milliseconds buffer_timeout, WaitWritable wait)
     : names_(names), batch_size_(batch_size), buffer_timeout_(buffer_timeout), wait_(std::move(wait)) {
   for (const auto* e : plan.edges_out_of(task.chain)) {
     Edge edge;
     edge.partition = e->partition;
+    if (e->partition == pipeline::Partition::Key) {
+      edge.key = operators::KeyFields::from_node(spec, spec.nodes[e->to_node], names);
+      edge.max_parallelism = static_cast<std::uint32_t>(spec.max_parallelism);
+    }
     int downstream = plan.chains[static_cast<std::size_t>(e->to_chain)].parallelism;
     for (int d = 0; d < downstream; ++d) {
       if (!e->connects(task.subtask, d)) continue;
@@ -39,9 +44,9 @@ void OutputRouter::emit(const state::Batch& batch) {
       for (auto& channel : edge.channels) append(channel, batch);
       break;
     case pipeline::Partition::Rebalance:
-    case pipeline::Partition::Key: // keyed routing arrives with keyed state
       append(edge.channels[edge.cursor++ % edge.channels.size()], batch);
       break;
+    case pipeline::Partition::Key: route_by_key(edge, batch); break;
     }
   }
 }
@@ -51,6 +56,28 @@ void OutputRouter::append(Channel& channel, const state::Batch& batch) {
   channel.pending.retain_memory_of(batch);
   for (const auto& record : batch) channel.pending.add_shared(record);
   if (channel.pending.size() >= batch_size_) flush(channel);
+}
+
+// Each record to the subtask that owns its key group (SPEC §3).
+void OutputRouter::route_by_key(Edge& edge, const state::Batch& batch) {
+  const int parallelism = static_cast<int>(edge.channels.size());
+  for (auto& channel : edge.channels) channel.retained_this_batch = false;
+  for (const auto& record : batch) {
+    edge.key->encode(record, names_, key_bytes_);
+    std::uint32_t group = state::key_group_of(state::hash_key_bytes(key_bytes_), edge.max_parallelism);
+    Channel& channel = edge.channels[static_cast<std::size_t>(
+        state::subtask_for_key_group(group, parallelism, edge.max_parallelism))];
+    if (!channel.retained_this_batch) {
+      if (channel.pending.empty()) channel.first_pending = Clock::now();
+      channel.pending.retain_memory_of(batch);
+      channel.retained_this_batch = true;
+    }
+    channel.pending.add_shared(record);
+    if (channel.pending.size() >= batch_size_) {
+      flush(channel);
+      channel.retained_this_batch = false;
+    }
+  }
 }
 
 void OutputRouter::flush(Channel& channel) {

@@ -15,6 +15,7 @@
 
 #include <zmq.hpp>
 
+#include "operators/key_fields.hpp"
 #include "pipeline/spec/plan.hpp"
 #include "state/batch.hpp"
 #include "transport/data_channel.hpp"
@@ -30,7 +31,8 @@ public:
   // (or throw to abandon the send). It is where backpressure time is spent.
   using WaitWritable = std::function<void(zmq::socket_t& socket)>;
 
-  OutputRouter(zmq::context_t& context, const pipeline::PhysicalPlan& plan, const pipeline::Task& task,
+  OutputRouter(zmq::context_t& context, const pipeline::PipelineSpec& spec, const pipeline::PhysicalPlan& plan,
+               const pipeline::Task& task,
                const std::map<int, std::string>& endpoints_by_task, state::FieldNames& names,
                std::size_t batch_size, std::chrono::milliseconds buffer_timeout, WaitWritable wait);
 
@@ -57,12 +59,17 @@ private:
     std::unique_ptr<transport::OutputChannel> socket;
     state::Batch pending;
     Clock::time_point first_pending{};
+    bool retained_this_batch = false;
   };
   struct Edge {
     pipeline::Partition partition;
-    std::vector<Channel> channels;
+    std::vector<Channel> channels; // for key partitioning: indexed by downstream subtask
     std::size_t cursor = 0;
+    std::optional<operators::KeyFields> key; // the downstream node's key, for Partition::Key
+    std::uint32_t max_parallelism = 128;
   };
+
+  void route_by_key(Edge& edge, const state::Batch& batch);
 
   void append(Channel& channel, const state::Batch& batch);
   void flush(Channel& channel);
@@ -75,6 +82,7 @@ private:
   std::chrono::milliseconds buffer_timeout_;
   WaitWritable wait_;
   std::string buffer_;
+  std::string key_bytes_;
   std::int64_t watermark_sent_ = INT64_MIN;
   std::uint64_t records_sent_ = 0;
   std::uint64_t batches_sent_ = 0;

@@ -131,7 +131,7 @@ private:
       }
       handle_control(*message);
     }
-    router_ = std::make_unique<OutputRouter>(context_, job_->plan, task_, endpoints, names_,
+    router_ = std::make_unique<OutputRouter>(context_, job_->spec, job_->plan, task_, endpoints, names_,
                                              settings_.batch_size, settings_.buffer_timeout,
                                              [this](zmq::socket_t& s) { wait_writable(s); });
     last_heartbeat_ = Clock::now();

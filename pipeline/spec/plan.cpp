@@ -43,6 +43,8 @@ std::size_t index_of(const PipelineSpec& spec, const std::string& name) {
 }
 
 Partition edge_partition(const PipelineSpec& spec, const NodeSpec& from, const NodeSpec& to) {
+  // A keyed node's subtask owns a range of key groups: its records must come by key.
+  if (to.config.contains("key")) return Partition::Key;
   if (to.partition) return *to.partition;
   return spec.parallelism_of(from) == spec.parallelism_of(to) ? Partition::Forward
                                                                : Partition::Rebalance;

@@ -1,0 +1,147 @@
+#include "operators/reduce.hpp"
+
+#include <chrono>
+#include <optional>
+#include <new>
+
+#include "operators/aggregates.hpp"
+#include "operators/bad_record.hpp"
+#include "operators/key_fields.hpp"
+#include "operators/toml_order.hpp"
+#include "operators/wall_clock.hpp"
+#include "pipeline/spec/pipeline_spec.hpp"
+#include "state/key_group.hpp"
+#include "state/keyed_map.hpp"
+
+namespace streamctl::operators {
+
+namespace {
+
+// One key's aggregates: a block laid out by Aggregates, and when the key was last seen.
+class Row {
+public:
+  Row() = default;
+  Row(Row&& other) noexcept : aggregates_(other.aggregates_), block_(other.block_), last_seen_(other.last_seen_) {
+    other.block_ = nullptr;
+  }
+  Row& operator=(Row&& other) noexcept {
+    if (this != &other) {
+      release();
+      aggregates_ = other.aggregates_;
+      block_ = other.block_;
+      last_seen_ = other.last_seen_;
+      other.block_ = nullptr;
+    }
+    return *this;
+  }
+  ~Row() { release(); }
+
+  void create(const Aggregates& aggregates) {
+    aggregates_ = &aggregates;
+    block_ = static_cast<std::byte*>(
+        ::operator new(aggregates.state_bytes(), std::align_val_t(aggregates.block_align())));
+    aggregates.init(block_);
+  }
+  std::byte* block() const { return block_; }
+  std::int64_t last_seen() const { return last_seen_; }
+  void touch(std::int64_t now) { last_seen_ = now; }
+  std::size_t heap_bytes() const { return aggregates_ ? aggregates_->state_bytes() : 0; }
+
+private:
+  void release() {
+    if (block_ == nullptr) return;
+    aggregates_->destroy(block_);
+    ::operator delete(block_, std::align_val_t(aggregates_->block_align()));
+    block_ = nullptr;
+  }
+
+  const Aggregates* aggregates_ = nullptr;
+  std::byte* block_ = nullptr;
+  std::int64_t last_seen_ = 0;
+};
+
+class Reduce final : public Operator {
+public:
+  Reduce(KeyFields key, Aggregates aggregates, std::int64_t ttl_ms)
+      : key_(std::move(key)), aggregates_(std::move(aggregates)), ttl_ms_(ttl_ms) {}
+
+  void open(OperatorContext& ctx) override {
+    Operator::open(ctx);
+    auto max_parallelism = static_cast<std::uint32_t>(ctx.pipeline->max_parallelism);
+    rows_.emplace(state::key_group_range(ctx.subtask, ctx.parallelism, max_parallelism), max_parallelism);
+  }
+
+  void process(const state::Batch& in, state::Batch& out) override {
+    out.retain_memory_of(in);
+    eval_.arena = &out.arena();
+    std::int64_t now = wall_clock_ms();
+    eval_.now_ms = now;
+    if (ttl_ms_ > 0 && now - last_sweep_ >= ttl_ms_ / 2 + 1) expire(now);
+    for (const auto& record : in) {
+      key_.encode(record, *ctx_.names, key_bytes_);
+      std::uint64_t hash = state::hash_key_bytes(key_bytes_);
+      bool inserted = false;
+      Row& row = rows_->get_or_insert(key_bytes_, hash, &inserted);
+      if (inserted) row.create(aggregates_);
+      if (!aggregates_.add(row.block(), record, eval_)) {
+        report_bad_record(ctx_, record, eval_.error);
+        if (inserted) rows_->erase(key_bytes_, hash);
+        continue;
+      }
+      row.touch(now);
+      builder_.reset();
+      key_.append_fields(record, builder_);
+      aggregates_.emit(row.block(), builder_, out);
+      builder_.set_timestamp(record.timestamp);
+      builder_.finish(out);
+    }
+  }
+
+private:
+  void expire(std::int64_t now) {
+    last_sweep_ = now;
+    rows_->erase_if([&](std::string_view, Row& row) { return now - row.last_seen() >= ttl_ms_; });
+  }
+
+  KeyFields key_;
+  Aggregates aggregates_;
+  std::int64_t ttl_ms_;
+  std::int64_t last_sweep_ = 0;
+  std::optional<state::KeyedMap<Row>> rows_;
+  std::string key_bytes_;
+  state::RecordBuilder builder_;
+  pipeline::EvalContext eval_;
+};
+
+} // namespace
+
+pipeline::NodeTypeSchema reduce_schema() {
+  using pipeline::KeySchema;
+  using pipeline::KeyType;
+  return pipeline::NodeTypeSchema{
+      "reduce",
+      {
+          KeySchema{"key", KeyType::StringArray, true, {}, {}, "fields that form the key"},
+          KeySchema{"aggregates", KeyType::StringMap, true, {}, {}, "name = \"function(field)\""},
+          KeySchema{"ttl", KeyType::Duration, false, {}, {}, "forget keys idle this long"},
+      }};
+}
+
+std::unique_ptr<Operator> make_reduce(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
+                                      state::FieldNames& names) {
+  std::vector<std::pair<std::string, std::string>> entries;
+  for (const auto& [name, value] : in_file_order(node.config["aggregates"].as_table()))
+    entries.emplace_back(name, value->value_or(std::string()));
+  Aggregates aggregates = [&] {
+    try {
+      return Aggregates::compile(entries, names);
+    } catch (const pipeline::ExpressionError& e) {
+      throw Error(ErrorKind::Usage, pipeline::position_of(spec, node, "aggregates") + ": operator '" + node.name +
+                                        "': " + e.what());
+    }
+  }();
+  return std::make_unique<Reduce>(KeyFields::from_node(spec, node, names), std::move(aggregates),
+                                  pipeline::duration_ms_or(node.config.get("ttl"), 0));
+}
+
+} // namespace streamctl::operators
