@@ -1,4 +1,5 @@
 #include "operators/aggregates.hpp"
+#include "pipeline/spec/edit_distance.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -45,23 +46,6 @@ bool is_ident_char(char c) {
   return is_ident_start(c) || (c >= '0' && c <= '9');
 }
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j)
-    row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      std::size_t up = row[j];
-      std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + cost});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
 std::string lower(std::string_view s) {
   std::string out(s);
   for (char& c : out)
@@ -75,7 +59,7 @@ std::string_view closest_function(std::string_view name) {
   std::string_view best;
   std::size_t best_distance = std::numeric_limits<std::size_t>::max();
   for (const auto& f : functions) {
-    std::size_t d = edit_distance(folded, f.name);
+    std::size_t d = pipeline::edit_distance(folded, f.name);
     // A prefix ("approx" for "approx_count_distinct") is as good as a typo.
     if (folded.size() >= 3 && f.name.substr(0, folded.size()) == folded)
       d = std::min<std::size_t>(d, 1);

@@ -4,6 +4,7 @@
 // caller's arena, written in two passes (measure, then write) so nothing touches the heap.
 
 #include "pipeline/spec/expression_functions.hpp"
+#include "pipeline/spec/edit_distance.hpp"
 
 #include <algorithm>
 #include <array>
@@ -69,23 +70,6 @@ constexpr FunctionInfo function_table[] = {
     {"format_time", Fn::FormatTime, 1, 2, {number_mask, string_mask}, string_mask, true, true},
     {"regex_match", Fn::RegexMatch, 2, 2, {string_mask, string_mask}, bool_mask, true, true},
 };
-
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j)
-    row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      std::size_t up = row[j];
-      std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + cost});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
 
 // A call's text for messages, shortened: an expression may be long.
 std::string quote(std::string_view text) {
