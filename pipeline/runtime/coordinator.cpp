@@ -152,6 +152,7 @@ private:
     for (const auto& t : tasks_)
       if (!t.endpoint.empty()) start.set("endpoint." + std::to_string(t.task->id), t.endpoint);
     for (const auto& t : tasks_) send(t, start);
+    log_.info("all {} worker(s) ready: records flowing", tasks_.size());
     // A STOP sent before a worker had connected was dropped by the ROUTER: say it again.
     if (stopping_) {
       transport::ControlMessage stop{"STOP", {}};

@@ -20,9 +20,12 @@ path = "$WORK/out"
 parallelism = 1
 TOML
 
-"$STREAMCTL" run "$WORK/p.toml" 2>"$WORK/err" &
+"$STREAMCTL" -v run "$WORK/p.toml" 2>"$WORK/err" &
 pid=$!
-sleep 1.5
+# Signal a job that is running, however long start-up takes on a loaded machine: the generator
+# makes 20000 records a second, so a second after START there are thousands to commit.
+wait_for_text "$WORK/err" "records flowing"
+sleep 1
 kill -INT $pid
 set +e
 wait $pid

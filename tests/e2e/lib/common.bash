@@ -65,6 +65,16 @@ assert_no_processes_left() {
   fail "processes left behind: $left"
 }
 
+# wait_for_text FILE TEXT [SECONDS]: waits until FILE contains TEXT (a job's log line, say), so a
+# test acts on a running job rather than on a guess of how long start-up takes on a busy machine.
+wait_for_text() {
+  local deadline=$((SECONDS + ${3:-30}))
+  until grep -qF -- "$2" "$1" 2>/dev/null; do
+    ((SECONDS < deadline)) || { cat "$1" >&2 || true; fail "'$1' never showed '$2'"; }
+    sleep 0.05
+  done
+}
+
 # Generates N click records as JSON lines.
 make_clicks() {
   python3 - "$1" <<'PY'

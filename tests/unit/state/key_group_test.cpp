@@ -295,7 +295,7 @@ TEST_CASE("decode_key on random bytes never crashes and accepts only canonical k
   CHECK(accepted > 100);
 }
 
-TEST_CASE("key group ranges tile [0, maxP) and invert exactly", "[state][key_group]") {
+TEST_CASE("key group ranges tile 0 to maxP and invert exactly", "[state][key_group]") {
   std::vector<std::uint32_t> max_ps;
   for (std::uint32_t m = 1; m <= 70; ++m)
     max_ps.push_back(m);
