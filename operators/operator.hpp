@@ -9,10 +9,12 @@
 // Threading: every method is called from the one task thread that owns the object.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 
+#include "operators/wall_clock.hpp"
 #include "pipeline/spec/pipeline_spec.hpp"
 #include "state/batch.hpp"
 #include "state/field_names.hpp"
@@ -37,6 +39,12 @@ struct OperatorContext {
   int parallelism = 1; // subtasks of this node
   state::FieldNames* names = nullptr;
   RecordErrors* errors = nullptr;
+  // Where a window puts the records it finds late, when another node reads its `late_output`
+  // (SPEC §6); null when nobody does: late records are then dropped and counted as bad
+  // records. Append with add_shared after retain_memory_of(in) (the chain clears it).
+  state::Batch* late_output = nullptr;
+  // Processing time, wall-clock epoch ms; a test may substitute its own clock.
+  std::function<std::int64_t()> now_ms = wall_clock_ms;
 };
 
 class Operator {
@@ -45,9 +53,17 @@ public:
   virtual void open(OperatorContext& ctx) { ctx_ = ctx; }
   // Appends the results of `in` to `out`. `out` may retain `in`'s memory to share values.
   virtual void process(const state::Batch& in, state::Batch& out) = 0;
+  // A batch from input number `input` (its position in the node's `inputs`): only a node
+  // that tells its inputs apart (a join: 0 left, 1 right) overrides this.
+  virtual void process_input(int /*input*/, const state::Batch& in, state::Batch& out) {
+    process(in, out);
+  }
   // The watermark has advanced to `watermark` (epoch ms; INT64_MAX at the end of input): no
   // record with an event time at or below it is expected any more. Emit what that completes.
   virtual void on_watermark(std::int64_t /*watermark*/, state::Batch& /*out*/) {}
+  // Processing time has reached `now_ms` (wall-clock epoch ms): fire processing-time timers.
+  // Called with each batch and at least every 100 ms while the input is quiet.
+  virtual void on_processing_time(std::int64_t /*now_ms*/, state::Batch& /*out*/) {}
   // All input has ended; emit what is still held.
   virtual void finish(state::Batch& /*out*/) {}
 

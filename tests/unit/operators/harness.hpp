@@ -77,7 +77,37 @@ public:
   state::FieldNames& names() { return names_; }
   CollectingErrors errors;
 
-private:
+  // Parses JSON lines into a batch. With `time_field`, each record whose field of that name is
+  // an int is stamped with it as its event time (as a source's `event_time` would).
+  state::Batch parse(const std::vector<std::string>& lines, std::size_t from, std::size_t to,
+                     const std::string& time_field = "") {
+    state::Batch batch;
+    state::RecordBuilder builder;
+    state::FieldId time_id = time_field.empty() ? state::FieldId{} : names_.intern(time_field);
+    for (std::size_t k = from; k < to; ++k) {
+      std::string_view text = batch.copy_string(lines[k]);
+      builder.reset();
+      auto parsed = state::parse_json_record(text, names_, batch, builder);
+      if (!parsed) throw std::runtime_error("bad test input: " + lines[k] + ": " + parsed.error());
+      builder.finish(batch);
+      if (!time_field.empty()) {
+        const state::Record& r = batch[batch.size() - 1];
+        if (const state::Value* t = r.find(time_id); t && t->kind == state::Kind::Int)
+          batch.set_timestamp(batch.size() - 1, t->i);
+      }
+    }
+    return batch;
+  }
+  void append(const state::Batch& batch, std::vector<std::string>& out) {
+    for (const auto& record : batch) {
+      std::string line;
+      state::append_json(record, names_, line);
+      out.push_back(line);
+    }
+  }
+  operators::Registry& registry() { return registry_; }
+  const runtime::LoadedJob& job() const { return *job_; }
+
   operators::OperatorContext context(const std::string& name, int subtask, int parallelism) {
     operators::OperatorContext ctx;
     ctx.pipeline = &job_->spec;
@@ -89,30 +119,79 @@ private:
     return ctx;
   }
 
-  state::Batch parse(const std::vector<std::string>& lines, std::size_t from, std::size_t to) {
-    state::Batch batch;
-    state::RecordBuilder builder;
-    for (std::size_t k = from; k < to; ++k) {
-      std::string_view text = batch.copy_string(lines[k]);
-      builder.reset();
-      auto parsed = state::parse_json_record(text, names_, batch, builder);
-      if (!parsed) throw std::runtime_error("bad test input: " + lines[k] + ": " + parsed.error());
-      builder.finish(batch);
-    }
-    return batch;
-  }
-
-  void append(const state::Batch& batch, std::vector<std::string>& out) {
-    for (const auto& record : batch) {
-      std::string line;
-      state::append_json(record, names_, line);
-      out.push_back(line);
-    }
-  }
+private:
 
   operators::Registry registry_;
   std::unique_ptr<runtime::LoadedJob> job_;
   state::FieldNames names_;
+};
+
+// Drives one operator step by step, as a worker would: batches of records (stamped with event
+// time from a field), on any input, watermarks, processing time, and the end of input. What it
+// emits collects in `out`, late records in `late` (when `collect_late`), both as JSON lines.
+//
+//   OperatorRun run(h, "op");
+//   run.records({R"({"ts": 5, "user": "a"})"});
+//   run.watermark(60000);
+//   run.finish();
+//   CHECK(run.out == ...);
+class OperatorRun {
+public:
+  OperatorRun(Harness& harness, const std::string& name, int subtask = 0, int parallelism = 1,
+              bool collect_late = true)
+      : harness_(harness), ctx_(harness.context(name, subtask, parallelism)) {
+    op_ = harness.registry().make_operator(harness.job().spec, harness.node(name), harness.names());
+    if (collect_late) ctx_.late_output = &late_batch_;
+    ctx_.now_ms = [this] { return now_; };
+    op_->open(ctx_);
+  }
+
+  // Feeds `lines` in batches of `batch_size` to input `input`, stamped from `time_field`.
+  void records(const std::vector<std::string>& lines, int input = 0, std::size_t batch_size = 1024,
+               const std::string& time_field = "ts") {
+    for (std::size_t at = 0; at < lines.size(); at += batch_size) {
+      state::Batch in = harness_.parse(lines, at, std::min(lines.size(), at + batch_size), time_field);
+      state::Batch result;
+      op_->process_input(input, in, result);
+      collect(result);
+    }
+  }
+  void watermark(std::int64_t w) {
+    state::Batch result;
+    op_->on_watermark(w, result);
+    collect(result);
+  }
+  // Sets the processing-time clock and tells the operator.
+  void processing_time(std::int64_t now) {
+    now_ = now;
+    state::Batch result;
+    op_->on_processing_time(now, result);
+    collect(result);
+  }
+  void set_clock(std::int64_t now) { now_ = now; }
+  // End of input: the watermark goes to +infinity, then finish(), as the task chain does.
+  void finish() {
+    watermark(INT64_MAX);
+    state::Batch result;
+    op_->finish(result);
+    collect(result);
+  }
+
+  std::vector<std::string> out;
+  std::vector<std::string> late;
+
+private:
+  void collect(const state::Batch& result) {
+    harness_.append(result, out);
+    harness_.append(late_batch_, late);
+    late_batch_.clear();
+  }
+
+  Harness& harness_;
+  operators::OperatorContext ctx_;
+  std::unique_ptr<operators::Operator> op_;
+  state::Batch late_batch_;
+  std::int64_t now_ = 0;
 };
 
 // A pipeline around one operator: source `in` (stdin) -> the operator `op` -> sink `out`.
