@@ -62,7 +62,7 @@ public:
   // record with an event time at or below it is expected any more. Emit what that completes.
   virtual void on_watermark(std::int64_t /*watermark*/, state::Batch& /*out*/) {}
   // Processing time has reached `now_ms` (wall-clock epoch ms): fire processing-time timers.
-  // Called with each batch and at least every 100 ms while the input is quiet.
+  // Called about every 100 ms, whether or not records arrive.
   virtual void on_processing_time(std::int64_t /*now_ms*/, state::Batch& /*out*/) {}
   // All input has ended; emit what is still held.
   virtual void finish(state::Batch& /*out*/) {}

@@ -14,8 +14,11 @@ OutputRouter::OutputRouter(zmq::context_t& context, const pipeline::PipelineSpec
   for (const auto* e : plan.edges_out_of(task.chain)) {
     Edge edge;
     edge.partition = e->partition;
+    edge.port = e->from_port;
     if (e->partition == pipeline::Partition::Key) {
-      edge.key = operators::KeyFields::from_node(spec, spec.nodes[e->to_node], names);
+      edge.key = operators::PartitionKey::for_input(spec, spec.nodes[e->to_node], e->input_index, names);
+      if (!edge.key)
+        throw Error(ErrorKind::Internal, "edge into '" + spec.nodes[e->to_node].name + "' is keyed but the node has no key");
       edge.max_parallelism = static_cast<std::uint32_t>(spec.max_parallelism);
     }
     int downstream = plan.chains[static_cast<std::size_t>(e->to_chain)].parallelism;
@@ -35,9 +38,10 @@ OutputRouter::OutputRouter(zmq::context_t& context, const pipeline::PipelineSpec
   }
 }
 
-void OutputRouter::emit(const state::Batch& batch) {
+void OutputRouter::emit(const state::Batch& batch, int port) {
   if (batch.empty()) return;
   for (auto& edge : edges_) {
+    if (edge.port != port) continue;
     switch (edge.partition) {
     case pipeline::Partition::Forward: append(edge.channels.front(), batch); break;
     case pipeline::Partition::Broadcast:

@@ -15,7 +15,7 @@
 
 #include <zmq.hpp>
 
-#include "operators/key_fields.hpp"
+#include "operators/partition_key.hpp"
 #include "pipeline/spec/plan.hpp"
 #include "state/batch.hpp"
 #include "transport/data_channel.hpp"
@@ -37,7 +37,9 @@ public:
                std::size_t batch_size, std::chrono::milliseconds buffer_timeout, WaitWritable wait);
 
   bool has_outputs() const { return !edges_.empty(); }
-  void emit(const state::Batch& batch);
+  // Sends what the chain's tail emitted on `port` (pipeline::kMainOutput, or kLateOutput for
+  // a window's late records) along the edges that leave from that port.
+  void emit(const state::Batch& batch, int port = pipeline::kMainOutput);
   // Sends the pending batches whose timeout has passed.
   void flush_due(Clock::time_point now);
   // When the next pending batch falls due, if any.
@@ -63,9 +65,10 @@ private:
   };
   struct Edge {
     pipeline::Partition partition;
+    int port = pipeline::kMainOutput;
     std::vector<Channel> channels; // for key partitioning: indexed by downstream subtask
     std::size_t cursor = 0;
-    std::optional<operators::KeyFields> key; // the downstream node's key, for Partition::Key
+    std::optional<operators::PartitionKey> key; // the downstream input's key, for Partition::Key
     std::uint32_t max_parallelism = 128;
   };
 

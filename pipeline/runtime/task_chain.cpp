@@ -22,6 +22,9 @@ TaskChain::TaskChain(const pipeline::PipelineSpec& spec, const pipeline::Physica
     ctx.parallelism = chain.parallelism;
     ctx.names = &names;
     ctx.errors = errors_.back().get();
+    // The planner ends a chain at a node whose late output is read, so only the tail has one.
+    for (const auto& e : plan.edges)
+      if (e.from_node == index && e.from_port == pipeline::kLateOutput) ctx.late_output = &late_;
     contexts_.push_back(ctx);
     metrics_.push_back(NodeMetrics{node.name});
 
@@ -44,10 +47,10 @@ TaskChain::TaskChain(const pipeline::PipelineSpec& spec, const pipeline::Physica
   scratch_.resize(operators_.size());
 }
 
-void TaskChain::push(const state::Batch& in, const Emit& emit) {
+void TaskChain::push(const state::Batch& in, const Emit& emit, int input) {
   if (source_) metrics_[0].records_out += in.size();
   if (!assigner_) {
-    run_from(0, in, emit);
+    run_from(0, in, emit, input);
     return;
   }
   stamped_.clear();
@@ -69,25 +72,45 @@ void TaskChain::push_watermark(std::int64_t watermark, const Emit& emit) {
     metrics_[offset + k].records_out += fired.size();
     if (!fired.empty()) run_from(k + 1, fired, emit);
   }
+  emit_late(emit);
+}
+
+void TaskChain::push_processing_time(std::int64_t now_ms, const Emit& emit) {
+  const std::size_t offset = source_ ? 1 : 0;
+  for (std::size_t k = 0; k < operators_.size(); ++k) {
+    state::Batch fired;
+    operators_[k]->on_processing_time(now_ms, fired);
+    metrics_[offset + k].records_out += fired.size();
+    if (!fired.empty()) run_from(k + 1, fired, emit);
+  }
+}
+
+void TaskChain::emit_late(const Emit& emit) {
+  if (late_.empty()) return;
+  emit(late_, pipeline::kLateOutput);
+  late_.clear();
 }
 
 // Metrics: every node counts what enters it here, and what leaves it.
-void TaskChain::run_from(std::size_t first_operator, const state::Batch& in, const Emit& emit) {
+void TaskChain::run_from(std::size_t first_operator, const state::Batch& in, const Emit& emit, int input) {
   const std::size_t offset = source_ ? 1 : 0; // metrics index of operators_[0]
   const state::Batch* current = &in;
   for (std::size_t k = first_operator; k < operators_.size(); ++k) {
     metrics_[offset + k].records_in += current->size();
     scratch_[k].clear();
-    operators_[k]->process(*current, scratch_[k]);
+    if (k == 0) operators_[k]->process_input(input, *current, scratch_[k]);
+    else operators_[k]->process(*current, scratch_[k]);
     metrics_[offset + k].records_out += scratch_[k].size();
     current = &scratch_[k];
-    if (current->empty()) return;
+    if (current->empty()) break;
   }
+  emit_late(emit);
+  if (current->empty()) return;
   if (sink_) {
     metrics_.back().records_in += current->size();
     sink_->write(*current);
   } else {
-    emit(*current);
+    emit(*current, pipeline::kMainOutput);
   }
 }
 

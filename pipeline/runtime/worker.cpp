@@ -6,6 +6,7 @@
 #include <zmq.hpp>
 
 #include "operators/registry.hpp"
+#include "operators/wall_clock.hpp"
 #include "pipeline/runtime/job_loader.hpp"
 #include "pipeline/runtime/job_metrics.hpp"
 #include "pipeline/runtime/output_router.hpp"
@@ -27,6 +28,7 @@ using namespace std::chrono_literals;
 struct Cancelled {};
 
 constexpr auto kHeartbeatEvery = 1s;
+constexpr auto kProcessingTimeTick = 100ms;
 
 class Worker {
 public:
@@ -48,7 +50,7 @@ public:
       setup();
       if (chain_->source() != nullptr) run_source_loop();
       else run_input_loop();
-      chain_->finish([this](const state::Batch& b) { router_->emit(b); });
+      chain_->finish(emitter());
       if (router_) router_->send_end_of_input();
       log_.debug("{} finished: sent {} records in {} batches", chain_->label(), router_->records_sent(),
                  router_->batches_sent());
@@ -139,7 +141,7 @@ private:
 
   void run_source_loop() {
     operators::Source& source = *chain_->source();
-    auto emit = [this](const state::Batch& b) { router_->emit(b); };
+    auto emit = emitter();
     state::Batch batch;
     const auto idle_timeout = std::chrono::milliseconds(chain_->source_idle_timeout_ms());
     auto last_data = Clock::now();
@@ -162,6 +164,7 @@ private:
         router_->send_idle();
         idle = true;
       }
+      tick_processing_time(now);
       router_->flush_due(now);
       heartbeat(now);
       if (status == operators::SourceStatus::Idle) wait_for_input(source.readiness_fd(), now);
@@ -169,7 +172,7 @@ private:
   }
 
   void run_input_loop() {
-    auto emit = [this](const state::Batch& b) { router_->emit(b); };
+    auto emit = emitter();
     const int expected = job_->plan.input_channel_count(task_.chain, task_.subtask);
     WatermarkTracker watermarks(expected);
     int ended = 0;
@@ -210,9 +213,10 @@ private:
                                    owned->size() - transport::kFrameHeaderSize);
         auto batch = state::decode_batch(payload, owned, names_);
         if (!batch) throw Error(ErrorKind::Internal, "received a corrupt batch: " + batch.error());
-        chain_->push(*batch, emit);
+        chain_->push(*batch, emit, header->input_index);
       }
       now = Clock::now();
+      tick_processing_time(now);
       router_->flush_due(now);
       heartbeat(now);
     }
@@ -231,12 +235,23 @@ private:
   }
 
   void advance_watermark(std::int64_t watermark) {
-    chain_->push_watermark(watermark, [this](const state::Batch& b) { router_->emit(b); });
+    chain_->push_watermark(watermark, emitter());
     router_->send_watermark(watermark);
   }
 
+  TaskChain::Emit emitter() {
+    return [this](const state::Batch& b, int port) { router_->emit(b, port); };
+  }
+
+  // Processing-time timers (windows without event time, ttl) fire from here.
+  void tick_processing_time(Clock::time_point now) {
+    if (now < next_tick_) return;
+    next_tick_ = now + kProcessingTimeTick;
+    chain_->push_processing_time(operators::wall_clock_ms(), emitter());
+  }
+
   Clock::duration until_next_timer(Clock::time_point now) const {
-    Clock::time_point next = last_heartbeat_ + kHeartbeatEvery;
+    Clock::time_point next = std::min(last_heartbeat_ + kHeartbeatEvery, next_tick_);
     if (auto due = router_->next_deadline(); due && *due < next) next = *due;
     return next > now ? next - now : Clock::duration::zero();
   }
@@ -309,6 +324,7 @@ private:
   std::unique_ptr<OutputRouter> router_;
   bool stop_requested_ = false;
   Clock::time_point last_heartbeat_{};
+  Clock::time_point next_tick_{};
   Clock::duration backpressured_{};
 };
 

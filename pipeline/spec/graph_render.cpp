@@ -16,6 +16,7 @@ struct EdgeView {
   Partition partition;
   bool fused;
   int channels; // data channels between processes; 0 when fused
+  bool late;    // carries the late records of a window (`late_output`)
 };
 
 std::vector<int> chain_of_nodes(const PipelineSpec& spec, const PhysicalPlan& plan) {
@@ -29,12 +30,14 @@ std::vector<EdgeView> edge_views(const PipelineSpec& spec, const PhysicalPlan& p
   auto chain_of = chain_of_nodes(spec, plan);
   std::vector<EdgeView> out;
   for (std::size_t to = 0; to < spec.nodes.size(); ++to) {
-    for (const auto& input : spec.nodes[to].inputs) {
-      std::size_t from = 0;
-      while (from < spec.nodes.size() && spec.nodes[from].name != input) ++from;
-      EdgeView view{from, to, Partition::Forward, chain_of[from] == chain_of[to], 0};
+    const auto& inputs = spec.nodes[to].inputs;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      InputRef ref = resolve_input(spec, inputs[i]);
+      std::size_t from = ref.node;
+      EdgeView view{from, to, Partition::Forward, chain_of[from] == chain_of[to], 0,
+                    ref.port == kLateOutput};
       for (const auto& e : plan.edges)
-        if (e.from_node == from && e.to_node == to) {
+        if (e.from_node == from && e.to_node == to && e.input_index == static_cast<int>(i)) {
           view.partition = e.partition;
           int up = plan.chains[static_cast<std::size_t>(e.from_chain)].parallelism;
           int down = plan.chains[static_cast<std::size_t>(e.to_chain)].parallelism;
@@ -94,7 +97,8 @@ std::string render_text(const PipelineSpec& spec, const PhysicalPlan& plan) {
         << tasks_of(plan, c) << "\n";
   out << "\nedges:\n";
   for (const auto& e : edge_views(spec, plan)) {
-    out << "  " << spec.nodes[e.from].name << " -> " << spec.nodes[e.to].name << ": ";
+    out << "  " << spec.nodes[e.from].name << (e.late ? " (late records)" : "") << " -> "
+        << spec.nodes[e.to].name << ": ";
     if (e.fused) out << "forward, fused (in memory)\n";
     else out << partition_name(e.partition) << ", " << e.channels << " channel(s)\n";
   }
@@ -118,7 +122,9 @@ std::string render_dot(const PipelineSpec& spec, const PhysicalPlan& plan) {
   }
   for (const auto& e : edge_views(spec, plan)) {
     out << "  " << dot_string(spec.nodes[e.from].name) << " -> " << dot_string(spec.nodes[e.to].name)
-        << " [label=" << dot_string(e.fused ? "forward (fused)" : partition_name(e.partition))
+        << " [label="
+        << dot_string(std::string(e.late ? "late, " : "") +
+                      (e.fused ? "forward (fused)" : partition_name(e.partition)))
         << (e.fused ? "" : ", style=bold") << "];\n";
   }
   out << "}\n";
@@ -143,7 +149,7 @@ std::string render_json(const PipelineSpec& spec, const PhysicalPlan& plan) {
     out << (k ? "," : "") << "{\"from\":" << json_string(spec.nodes[e.from].name)
         << ",\"to\":" << json_string(spec.nodes[e.to].name) << ",\"partition\":"
         << json_string(e.fused ? "forward" : partition_name(e.partition)) << ",\"fused\":" << (e.fused ? "true" : "false")
-        << ",\"channels\":" << e.channels << "}";
+        << ",\"channels\":" << e.channels << ",\"late\":" << (e.late ? "true" : "false") << "}";
   }
   out << "],\"chains\":[";
   for (std::size_t k = 0; k < plan.chains.size(); ++k) {

@@ -34,20 +34,34 @@ int PhysicalPlan::input_channel_count(int chain, int subtask) const {
   return count;
 }
 
-namespace {
-
-std::size_t index_of(const PipelineSpec& spec, const std::string& name) {
+InputRef resolve_input(const PipelineSpec& spec, const std::string& name) {
   for (std::size_t k = 0; k < spec.nodes.size(); ++k)
-    if (spec.nodes[k].name == name) return k;
-  return spec.nodes.size(); // validation guarantees this does not happen
+    if (spec.nodes[k].name == name) return InputRef{k, kMainOutput};
+  for (std::size_t k = 0; k < spec.nodes.size(); ++k)
+    if (spec.nodes[k].config["late_output"].value_or(std::string()) == name)
+      return InputRef{k, kLateOutput};
+  return InputRef{spec.nodes.size(), kMainOutput};
 }
 
-Partition edge_partition(const PipelineSpec& spec, const NodeSpec& from, const NodeSpec& to) {
-  // A keyed node's subtask owns a range of key groups: its records must come by key.
-  if (to.config.contains("key")) return Partition::Key;
+namespace {
+
+Partition default_partition(const PipelineSpec& spec, const NodeSpec& from, const NodeSpec& to) {
   if (to.partition) return *to.partition;
   return spec.parallelism_of(from) == spec.parallelism_of(to) ? Partition::Forward
                                                                : Partition::Rebalance;
+}
+
+Partition edge_partition(const PipelineSpec& spec, const NodeSpec& from, const NodeSpec& to,
+                         std::size_t input_index) {
+  // A join meets both sides by key: both come by key (hash), or the right side goes to every
+  // subtask and the left stays where it is (broadcast).
+  if (to.type == "join") {
+    if (to.config["strategy"].value_or(std::string("hash")) != "broadcast") return Partition::Key;
+    return input_index == 1 ? Partition::Broadcast : default_partition(spec, from, to);
+  }
+  // A keyed node's subtask owns a range of key groups: its records must come by key.
+  if (to.config.contains("key")) return Partition::Key;
+  return default_partition(spec, from, to);
 }
 
 } // namespace
@@ -56,16 +70,19 @@ PhysicalPlan plan_job(const PipelineSpec& spec) {
   const std::size_t n = spec.nodes.size();
   std::vector<std::vector<std::size_t>> consumers(n);
   for (std::size_t k = 0; k < n; ++k)
-    for (const auto& input : spec.nodes[k].inputs) consumers[index_of(spec, input)].push_back(k);
+    for (const auto& input : spec.nodes[k].inputs)
+      consumers[resolve_input(spec, input).node].push_back(k);
 
-  // A node continues its input's chain when the edge between them is a private forward edge.
+  // A node continues its input's chain when the edge between them is a private forward edge
+  // from the input's main output (a late output always crosses to another chain, so that a
+  // chain has one tail whose outputs the router sends).
   auto chains_onto_input = [&](std::size_t k) {
     const NodeSpec& node = spec.nodes[k];
     if (node.inputs.size() != 1) return false;
-    std::size_t up = index_of(spec, node.inputs[0]);
-    return consumers[up].size() == 1 &&
-           edge_partition(spec, spec.nodes[up], node) == Partition::Forward &&
-           spec.parallelism_of(spec.nodes[up]) == spec.parallelism_of(node);
+    InputRef up = resolve_input(spec, node.inputs[0]);
+    return up.port == kMainOutput && consumers[up.node].size() == 1 &&
+           edge_partition(spec, spec.nodes[up.node], node, 0) == Partition::Forward &&
+           spec.parallelism_of(spec.nodes[up.node]) == spec.parallelism_of(node);
   };
 
   PhysicalPlan plan;
@@ -83,7 +100,7 @@ PhysicalPlan plan_job(const PipelineSpec& spec) {
 
   for (std::size_t k : order) {
     if (chains_onto_input(k)) {
-      int c = chain_of[index_of(spec, spec.nodes[k].inputs[0])];
+      int c = chain_of[resolve_input(spec, spec.nodes[k].inputs[0]).node];
       chain_of[k] = c;
       plan.chains[static_cast<std::size_t>(c)].nodes.push_back(k);
     } else {
@@ -99,16 +116,18 @@ PhysicalPlan plan_job(const PipelineSpec& spec) {
   for (std::size_t k : order) {
     const NodeSpec& node = spec.nodes[k];
     for (std::size_t i = 0; i < node.inputs.size(); ++i) {
-      std::size_t up = index_of(spec, node.inputs[i]);
+      InputRef ref = resolve_input(spec, node.inputs[i]);
+      std::size_t up = ref.node;
       if (chain_of[up] == chain_of[k]) continue;
       ChainEdge e;
+      e.from_port = ref.port;
       e.id = static_cast<int>(plan.edges.size());
       e.from_chain = chain_of[up];
       e.to_chain = chain_of[k];
       e.from_node = up;
       e.to_node = k;
       e.input_index = static_cast<int>(i);
-      e.partition = edge_partition(spec, spec.nodes[up], node);
+      e.partition = edge_partition(spec, spec.nodes[up], node, i);
       plan.edges.push_back(e);
     }
   }

@@ -21,6 +21,19 @@ struct Chain {
   int parallelism = 1;
 };
 
+// The outputs of a node: its records, and a window's late records (`late_output = "NAME"`).
+inline constexpr int kMainOutput = 0;
+inline constexpr int kLateOutput = 1;
+
+// What a name in `inputs` refers to: a node's main output, or a window's late output.
+struct InputRef {
+  std::size_t node = 0; // index into PipelineSpec::nodes
+  int port = kMainOutput;
+};
+// Validation guarantees that every input names something; an unknown name gives node ==
+// spec.nodes.size().
+InputRef resolve_input(const PipelineSpec& spec, const std::string& name);
+
 // An edge between two chains: from the tail of `from_chain` to the head of `to_chain`.
 struct ChainEdge {
   int id = 0;
@@ -29,6 +42,7 @@ struct ChainEdge {
   std::size_t from_node = 0;
   std::size_t to_node = 0;
   int input_index = 0; // position of from_node in to_node's `inputs`
+  int from_port = 0;   // kMainOutput, or kLateOutput when to_node reads from_node's late_output
   Partition partition = Partition::Rebalance;
 
   // Whether upstream subtask u sends to downstream subtask d on this edge.
