@@ -82,9 +82,11 @@ TOML
 mkfifo "$WORK/fifo"
 sleep 30 >"$WORK/fifo" &
 writer=$!
-"$STREAMCTL" run "$WORK/stdin.toml" <"$WORK/fifo" >"$WORK/out.txt" 2>"$WORK/err" &
+"$STREAMCTL" -v run "$WORK/stdin.toml" <"$WORK/fifo" >"$WORK/out.txt" 2>"$WORK/err" &
 pid=$!
-sleep 1
+# A background job of a non-interactive shell starts with SIGINT ignored (POSIX), and a signal
+# that comes before streamctl takes it over is lost: signal a job that is running.
+wait_for_text "$WORK/err" "records flowing"
 kill -INT $pid
 set +e
 wait $pid
@@ -105,9 +107,10 @@ type = "file"
 inputs = ["gen"]
 path = "$WORK/slow-out"
 TOML
-"$STREAMCTL" run "$WORK/slow.toml" 2>"$WORK/err" &
+"$STREAMCTL" -v run "$WORK/slow.toml" 2>"$WORK/err" &
 pid=$!
-sleep 1
+wait_for_text "$WORK/err" "records flowing"
+sleep 0.5
 # Both signals before the job can drain: the second cancels.
 kill -INT $pid; kill -INT $pid
 set +e
