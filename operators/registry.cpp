@@ -1,15 +1,18 @@
 #include "operators/registry.hpp"
 
+#include "operators/dedup.hpp"
 #include "operators/event_time.hpp"
 #include "operators/file_sink.hpp"
 #include "operators/file_source.hpp"
 #include "operators/filter.hpp"
 #include "operators/flat_map.hpp"
 #include "operators/generator_source.hpp"
+#include "operators/join.hpp"
 #include "operators/map.hpp"
 #include "operators/reduce.hpp"
 #include "operators/stdin_source.hpp"
 #include "operators/stdout_sink.hpp"
+#include "operators/window.hpp"
 #include "state/error.hpp"
 
 namespace streamctl::operators {
@@ -71,6 +74,9 @@ void register_builtin_types(Registry& registry) {
   registry.add_operator(map_schema(), make_map);
   registry.add_operator(flat_map_schema(), make_flat_map);
   registry.add_operator(reduce_schema(), make_reduce);
+  registry.add_operator(join_schema(), make_join);
+  registry.add_operator(dedup_schema(), make_dedup);
+  registry.add_operator(window_schema(), make_window);
 
   registry.add_sink(stdout_sink_schema(), make_stdout_sink);
   registry.add_sink(file_sink_schema(), make_file_sink);

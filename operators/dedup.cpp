@@ -1,0 +1,263 @@
+#include "operators/dedup.hpp"
+
+#include <limits>
+#include <optional>
+#include <sstream>
+
+#include "operators/bloom_filter.hpp"
+#include "operators/key_fields.hpp"
+#include "pipeline/spec/pipeline_spec.hpp"
+#include "state/error.hpp"
+#include "state/key_group.hpp"
+#include "state/keyed_map.hpp"
+#include "state/timer_service.hpp"
+
+namespace streamctl::operators {
+
+namespace {
+
+constexpr std::int64_t kMaxTime = std::numeric_limits<std::int64_t>::max();
+
+// a + b for b > 0, stopping at INT64_MAX (event times are untrusted input).
+std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
+  return a > kMaxTime - b ? kMaxTime : a + b;
+}
+
+// floor(a / b) for b > 0: the generation of time a.
+std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  std::int64_t q = a / b;
+  return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
+struct DedupConfig {
+  std::int64_t within_ms = 0;
+  bool bloom = false;
+  double false_positive_rate = 0.01;
+  std::int64_t expected_keys = 1000000;
+};
+
+class Dedup final : public Operator {
+public:
+  Dedup(KeyFields key, DedupConfig config) : key_(std::move(key)), config_(config) {}
+
+  void open(OperatorContext& ctx) override {
+    Operator::open(ctx);
+    auto max_parallelism = static_cast<std::uint32_t>(ctx.pipeline->max_parallelism);
+    auto range = state::key_group_range(ctx.subtask, ctx.parallelism, max_parallelism);
+    if (config_.bloom) {
+      bloom_.emplace(range, max_parallelism, static_cast<std::uint64_t>(config_.expected_keys),
+                     config_.false_positive_rate);
+    } else {
+      kept_.emplace(range, max_parallelism);
+      timers_.emplace(range, max_parallelism);
+    }
+  }
+
+  void process(const state::Batch& in, state::Batch& out) override {
+    // Kept records are shared with the input batch, not copied.
+    out.retain_memory_of(in);
+    std::optional<std::int64_t> now; // read once per batch, and only when a record needs it
+    for (const auto& record : in) {
+      std::int64_t t = record.timestamp;
+      bool processing_time = t == state::kNoTimestamp;
+      if (processing_time) {
+        if (!now) now = ctx_.now_ms();
+        t = *now;
+        uses_processing_time_ = true;
+      }
+      key_.encode(record, *ctx_.names, key_bytes_);
+      const std::uint64_t hash = state::hash_key_bytes(key_bytes_);
+      bool keep = config_.bloom ? keep_bloom(hash, t) : keep_exact(hash, t, processing_time);
+      if (keep) out.add_shared(record);
+    }
+    if (bloom_) bloom_->release_expired();
+  }
+
+  void on_watermark(std::int64_t watermark, state::Batch& /*out*/) override {
+    if (timers_) {
+      timers_->advance_watermark(watermark, [this](std::string_view key, std::uint64_t hash,
+                                                   std::int64_t timestamp, std::int64_t) {
+        expire(key, hash, timestamp);
+      });
+    } else if (bloom_ && watermark != INT64_MIN) {
+      // Every later record has an event time above the watermark: its generation is at least
+      // the watermark's, whose predecessor is the oldest it may need.
+      bloom_->advance(floor_div(watermark, config_.within_ms));
+      bloom_->release_expired();
+    }
+  }
+
+  void on_processing_time(std::int64_t now_ms, state::Batch& /*out*/) override {
+    if (timers_) {
+      timers_->advance_processing_time(now_ms, [this](std::string_view key, std::uint64_t hash,
+                                                      std::int64_t timestamp, std::int64_t) {
+        expire(key, hash, timestamp);
+      });
+    } else if (bloom_ && uses_processing_time_) {
+      // Only when records run on processing time: the clock says nothing of event time.
+      bloom_->advance(floor_div(now_ms, config_.within_ms));
+      bloom_->release_expired();
+    }
+  }
+
+private:
+  // |t - kept| < within, without overflow for any two times.
+  bool is_duplicate(std::int64_t t, std::int64_t kept) const {
+    std::uint64_t distance = t >= kept ? static_cast<std::uint64_t>(t) - static_cast<std::uint64_t>(kept)
+                                       : static_cast<std::uint64_t>(kept) - static_cast<std::uint64_t>(t);
+    return distance < static_cast<std::uint64_t>(config_.within_ms);
+  }
+
+  bool keep_exact(std::uint64_t hash, std::int64_t t, bool processing_time) {
+    auto [kept, inserted] = kept_->try_emplace(key_bytes_, hash, t);
+    if (!inserted) {
+      if (is_duplicate(t, *kept)) return false;
+      if (t < *kept) return true; // far behind the reference: kept, the reference stays
+      // A newer reference: its expiry replaces the old one (in whichever domain that was).
+      const std::int64_t old_expiry = saturating_add(*kept, config_.within_ms);
+      timers_->delete_event_time(key_bytes_, hash, old_expiry);
+      timers_->delete_processing_time(key_bytes_, hash, old_expiry);
+      *kept = t;
+    }
+    const std::int64_t expiry = saturating_add(t, config_.within_ms);
+    if (processing_time)
+      timers_->register_processing_time(key_bytes_, hash, expiry);
+    else
+      timers_->register_event_time(key_bytes_, hash, expiry);
+    return true;
+  }
+
+  // A timer at kept + within fired: forget the key unless its reference has moved on since.
+  void expire(std::string_view key, std::uint64_t hash, std::int64_t timestamp) {
+    const std::int64_t* kept = kept_->find(key, hash);
+    if (kept != nullptr && saturating_add(*kept, config_.within_ms) <= timestamp) kept_->erase(key, hash);
+  }
+
+  bool keep_bloom(std::uint64_t hash, std::int64_t t) {
+    const auto hashes = BloomFilter::hashes_of(key_bytes_, hash);
+    return !bloom_->test_and_add(hashes, floor_div(t, config_.within_ms));
+  }
+
+  KeyFields key_;
+  DedupConfig config_;
+  bool uses_processing_time_ = false;
+  // exact: the time of each key's reference record, and its expiry timer.
+  std::optional<state::KeyedMap<std::int64_t>> kept_;
+  std::optional<state::TimerService> timers_;
+  // bloom: the filters of each key group.
+  std::optional<KeyedBloomGenerations> bloom_;
+  std::string key_bytes_; // scratch
+};
+
+// Collects every problem of the node's settings, so that `validate` reports them all at once.
+class ConfigProblems {
+public:
+  ConfigProblems(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node) : spec_(spec), node_(node) {}
+  void add(std::string_view key, const std::string& message) {
+    add_line(pipeline::position_of(spec_, node_, key) + ": operator '" + node_.name + "': " + message);
+  }
+  void add_line(const std::string& line) {
+    if (!text_.empty()) text_ += '\n';
+    text_ += line;
+  }
+  void throw_if_any() const {
+    if (!text_.empty()) throw Error(ErrorKind::Usage, text_);
+  }
+
+private:
+  const pipeline::PipelineSpec& spec_;
+  const pipeline::NodeSpec& node_;
+  std::string text_;
+};
+
+std::string number_text(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+} // namespace
+
+pipeline::NodeTypeSchema dedup_schema() {
+  using pipeline::KeySchema;
+  using pipeline::KeyType;
+  return pipeline::NodeTypeSchema{
+      "dedup",
+      {
+          KeySchema{"key", KeyType::StringArray, true, {}, {}, "fields that identify a duplicate"},
+          KeySchema{"within", KeyType::Duration, true, {}, {}, "drop repeats of a key kept less than this before"},
+          KeySchema{"method", KeyType::Enum, false, {"exact", "bloom"}, {}, "exact keyed state or Bloom filters"},
+          KeySchema{"false_positive_rate", KeyType::Float, false, {}, {},
+                    "bloom: share of non-duplicates dropped by mistake, in (0, 0.5]"},
+          KeySchema{"expected_keys", KeyType::Int, false, {}, {},
+                    "bloom: distinct keys per `within` for the whole node"},
+      }};
+}
+
+std::unique_ptr<Operator> make_dedup(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
+                                     state::FieldNames& names) {
+  ConfigProblems problems(spec, node);
+  std::optional<KeyFields> key;
+  try {
+    key.emplace(KeyFields::from_node(spec, node, names));
+  } catch (const Error& e) {
+    problems.add_line(e.what());
+  }
+  DedupConfig config;
+
+  config.within_ms = pipeline::duration_ms_or(node.config.get("within"), 0);
+  if (config.within_ms <= 0) problems.add("within", "'within' must be more than 0");
+
+  std::string method = node.config["method"].value_or(std::string("exact"));
+  if (method != "exact" && method != "bloom")
+    problems.add("method", "'method' must be \"exact\" or \"bloom\", got \"" + method + "\"");
+  config.bloom = method == "bloom";
+
+  bool sizes_valid = true;
+  if (const toml::node* fp = node.config.get("false_positive_rate")) {
+    std::optional<double> v = fp->value<double>();
+    if (!config.bloom) {
+      problems.add("false_positive_rate", "'false_positive_rate' applies only with method = \"bloom\"");
+    } else if (!v || !(*v > 0.0 && *v <= 0.5)) {
+      problems.add("false_positive_rate",
+                   "'false_positive_rate' must be in (0, 0.5], got " + (v ? number_text(*v) : std::string("?")));
+      sizes_valid = false;
+    } else {
+      config.false_positive_rate = *v;
+    }
+  }
+
+  if (const toml::node* n = node.config.get("expected_keys")) {
+    std::optional<std::int64_t> v = n->value<std::int64_t>();
+    if (!config.bloom) {
+      problems.add("expected_keys", "'expected_keys' applies only with method = \"bloom\"");
+    } else if (!v || *v < 1) {
+      problems.add("expected_keys",
+                   "'expected_keys' must be at least 1, got " + (v ? std::to_string(*v) : std::string("?")));
+      sizes_valid = false;
+    } else {
+      config.expected_keys = *v;
+    }
+  }
+
+  if (config.bloom && sizes_valid) {
+    // Two generations of filters for every key group: refuse what no machine could hold
+    // rather than fail on an allocation mid-run.
+    const auto max_parallelism = static_cast<std::uint64_t>(spec.max_parallelism);
+    const auto expected = static_cast<std::uint64_t>(config.expected_keys);
+    const auto sizing = BloomFilter::Sizing::for_keys((expected + max_parallelism - 1) / max_parallelism,
+                                                      config.false_positive_rate);
+    const double total_bytes = 2.0 * static_cast<double>(max_parallelism) * static_cast<double>(sizing.bits / 8);
+    constexpr double limit = 64.0 * 1024 * 1024 * 1024;
+    if (total_bytes > limit)
+      problems.add(node.config.contains("expected_keys") ? "expected_keys" : "false_positive_rate",
+                   "Bloom filters for " + std::to_string(expected) + " keys at a false positive rate of " +
+                       number_text(config.false_positive_rate) + " would take " +
+                       number_text(total_bytes / (1024.0 * 1024 * 1024)) + " GiB (at most 64 GiB)");
+  }
+
+  problems.throw_if_any();
+  return std::make_unique<Dedup>(std::move(*key), config);
+}
+
+} // namespace streamctl::operators

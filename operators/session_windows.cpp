@@ -1,0 +1,260 @@
+#include "operators/session_windows.hpp"
+
+#include <algorithm>
+#include <new>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "operators/bad_record.hpp"
+#include "state/key_group.hpp"
+#include "state/keyed_map.hpp"
+#include "state/timer_service.hpp"
+
+namespace streamctl::operators {
+
+namespace {
+
+// State: per time domain, a KeyedMap from the key's canonical bytes (hash: hash_key_bytes of
+// them) to the key's sessions, ordered by start, none overlapping or touching another.
+//
+// Timers (key bytes, key hash, time, tag = session start) are lazy: a session that grows or
+// merges keeps the timers it has, and only needs one at or before its due time, which is its
+// end until it has fired (end above the watermark), then end + allowed_lateness. So a session
+// extended by every record of a busy key costs no timer operation per record. A timer that
+// goes off finds the session of its tag (none: it is stale), and then fires the session if
+// the timer is at its end, drops it when the timer is at or past its end + allowed_lateness,
+// and otherwise registers the timer the session needs now. Event-time sessions whose end was
+// at or below the watermark before an advance of the watermark have fired already.
+//
+// (Processing time has no lateness and no "fired" state: a due session fires and goes.)
+
+// One aggregates block on the heap.
+class Block {
+public:
+  explicit Block(const Aggregates& aggregates)
+      : aggregates_(&aggregates),
+        bytes_(static_cast<std::byte*>(
+            ::operator new(aggregates.state_bytes(), std::align_val_t(aggregates.block_align())))) {
+    aggregates.init(bytes_);
+  }
+  Block(Block&& other) noexcept
+      : aggregates_(other.aggregates_), bytes_(std::exchange(other.bytes_, nullptr)) {}
+  Block& operator=(Block&& other) noexcept {
+    if (this != &other) {
+      release();
+      aggregates_ = other.aggregates_;
+      bytes_ = std::exchange(other.bytes_, nullptr);
+    }
+    return *this;
+  }
+  Block(const Block&) = delete;
+  Block& operator=(const Block&) = delete;
+  ~Block() { release(); }
+
+  std::byte* get() const { return bytes_; }
+  std::size_t heap_bytes() const { return bytes_ ? aggregates_->state_bytes() : 0; }
+
+private:
+  void release() {
+    if (bytes_ == nullptr) return;
+    aggregates_->destroy(bytes_);
+    ::operator delete(bytes_, std::align_val_t(aggregates_->block_align()));
+    bytes_ = nullptr;
+  }
+
+  const Aggregates* aggregates_;
+  std::byte* bytes_;
+};
+
+struct Session {
+  std::int64_t start; // the first record's time
+  std::int64_t end;   // the last record's time + gap
+  Block block;
+};
+
+struct Sessions {
+  std::vector<Session> list;
+
+  std::size_t heap_bytes() const {
+    std::size_t bytes = list.capacity() * sizeof(Session);
+    for (const auto& s : list)
+      bytes += s.block.heap_bytes();
+    return bytes;
+  }
+};
+
+class SessionWindows final : public WindowOperatorBase {
+public:
+  explicit SessionWindows(WindowSettings settings) : WindowOperatorBase(std::move(settings)) {}
+
+  void open(OperatorContext& ctx) override {
+    Operator::open(ctx);
+    auto max_parallelism = static_cast<std::uint32_t>(ctx.pipeline->max_parallelism);
+    auto range = state::key_group_range(ctx.subtask, ctx.parallelism, max_parallelism);
+    event_sessions_.emplace(range, max_parallelism);
+    processing_sessions_.emplace(range, max_parallelism);
+    timers_.emplace(range, max_parallelism);
+  }
+
+  void process(const state::Batch& in, state::Batch& out) override {
+    const std::int64_t now = ctx_.now_ms();
+    begin_batch(now);
+    bool retained = false;
+    for (const state::Record& record : in) {
+      const bool event = record.timestamp != state::kNoTimestamp;
+      const std::int64_t t = event ? record.timestamp : now;
+      if (!window_.session_in_range(t)) {
+        out_of_range(record, t);
+        continue;
+      }
+      key_.encode(record, *ctx_.names, key_bytes_);
+      const std::uint64_t hash = state::hash_key_bytes(key_bytes_);
+      const std::int64_t end = t + window_.gap;
+      SessionMap& map = event ? *event_sessions_ : *processing_sessions_;
+      Sessions* sessions = map.find(key_bytes_, hash);
+
+      // The sessions [lo, hi) that [t, end) overlaps or touches.
+      std::size_t lo = 0;
+      std::size_t hi = 0;
+      if (sessions != nullptr) {
+        const auto& list = sessions->list;
+        while (lo < list.size() && list[lo].end < t)
+          ++lo;
+        hi = lo;
+        while (hi < list.size() && list[hi].start <= end)
+          ++hi;
+      }
+
+      if (lo == hi) {
+        // Processing-time sessions are never late: the record's window contains its arrival.
+        if (event && end + window_.allowed_lateness <= watermark_) {
+          late_record(in, record, retained);
+          continue;
+        }
+        Block block(aggregates_);
+        if (!aggregates_.add(block.get(), record, eval_)) {
+          report_bad_record(ctx_, record, eval_.error);
+          continue;
+        }
+        if (sessions == nullptr) sessions = &map.get_or_insert(key_bytes_, hash);
+        auto it = sessions->list.insert(sessions->list.begin() + static_cast<std::ptrdiff_t>(lo),
+                                        Session{t, end, std::move(block)});
+        schedule(event, hash, *it);
+        show_if_fired(event, *it, out);
+        continue;
+      }
+
+      auto& list = sessions->list;
+      Session& target = list[lo];
+      if (!aggregates_.add(target.block.get(), record, eval_)) {
+        report_bad_record(ctx_, record, eval_.error);
+        continue;
+      }
+      const std::int64_t old_start = target.start;
+      const std::int64_t old_due = due(event, target);
+      for (std::size_t k = lo + 1; k < hi; ++k)
+        aggregates_.merge(target.block.get(), list[k].block.get());
+      target.start = std::min(t, target.start);
+      target.end = std::max(end, list[hi - 1].end);
+      // The merged sessions' timers go stale (their tags name no session any more).
+      list.erase(list.begin() + static_cast<std::ptrdiff_t>(lo + 1),
+                 list.begin() + static_cast<std::ptrdiff_t>(hi));
+      if (target.start != old_start || due(event, target) < old_due) schedule(event, hash, target);
+      show_if_fired(event, target, out);
+    }
+  }
+
+  void on_watermark(std::int64_t watermark, state::Batch& out) override {
+    const std::int64_t before = watermark_;
+    watermark_ = std::max(watermark_, watermark);
+    timers_->advance_watermark(watermark_, [&](std::string_view key, std::uint64_t hash,
+                                               std::int64_t time, std::int64_t start) {
+      fire(*event_sessions_, true, before, key, hash, time, start, out);
+    });
+  }
+
+  void on_processing_time(std::int64_t now, state::Batch& out) override {
+    timers_->advance_processing_time(
+        now, [&](std::string_view key, std::uint64_t hash, std::int64_t time, std::int64_t start) {
+          fire(*processing_sessions_, false, INT64_MIN, key, hash, time, start, out);
+        });
+  }
+
+  void finish(state::Batch& out) override {
+    on_watermark(INT64_MAX, out);
+    on_processing_time(INT64_MAX, out);
+  }
+
+private:
+  using SessionMap = state::KeyedMap<Sessions>;
+
+  // When a session needs a timer at the latest: its end until it has fired, then the end of
+  // its lateness. (An event-time session whose end is at or below the watermark has fired; it
+  // is held only while allowed_lateness > 0.)
+  std::int64_t due(bool event, const Session& s) const {
+    return event && s.end <= watermark_ ? s.end + window_.allowed_lateness : s.end;
+  }
+
+  // Registers the timer a new or changed session of the key in key_bytes_ needs.
+  void schedule(bool event, std::uint64_t hash, const Session& s) {
+    if (event)
+      timers_->register_event_time(key_bytes_, hash, due(true, s), s.start);
+    else
+      timers_->register_processing_time(key_bytes_, hash, s.end, s.start);
+  }
+
+  // A new or changed event-time session that has fired already shows at once.
+  void show_if_fired(bool event, const Session& s, state::Batch& out) {
+    if (event && s.end <= watermark_)
+      emit_row(key_bytes_, s.start, s.end, s.block.get(), row_timestamp(s.end), out);
+  }
+
+  // A timer of the session (key, start) went off at `time`; `before` is the watermark before
+  // the advance that fired it (INT64_MIN for processing time, which has no lateness).
+  void fire(SessionMap& map, bool event, std::int64_t before, std::string_view key,
+            std::uint64_t hash, std::int64_t time, std::int64_t start, state::Batch& out) {
+    Sessions* sessions = map.find(key, hash);
+    if (sessions == nullptr) return; // stale
+    auto& list = sessions->list;
+    auto it =
+        std::find_if(list.begin(), list.end(), [&](const Session& s) { return s.start == start; });
+    if (it == list.end()) return; // stale
+    const std::int64_t lateness = event ? window_.allowed_lateness : 0;
+    if (event && (it->end <= before || time > it->end)) {
+      // Fired already (before this advance, or by its timer at its end in this one).
+      if (time < it->end + lateness) {
+        timers_->register_event_time(key, hash, it->end + lateness, start);
+        return;
+      }
+    } else if (time < it->end) {
+      // Grown since this timer was set: fire at the end.
+      if (event)
+        timers_->register_event_time(key, hash, it->end, start);
+      else
+        timers_->register_processing_time(key, hash, it->end, start);
+      return;
+    } else {
+      emit_row(key, it->start, it->end, it->block.get(),
+               event ? row_timestamp(it->end) : state::kNoTimestamp, out);
+      if (lateness > 0) {
+        timers_->register_event_time(key, hash, it->end + lateness, start);
+        return;
+      }
+    }
+    list.erase(it);
+    if (list.empty()) map.erase(key, hash);
+  }
+
+  std::optional<SessionMap> event_sessions_;
+  std::optional<SessionMap> processing_sessions_;
+  std::optional<state::TimerService> timers_;
+};
+
+} // namespace
+
+std::unique_ptr<Operator> make_session_windows(WindowSettings settings) {
+  return std::make_unique<SessionWindows>(std::move(settings));
+}
+
+} // namespace streamctl::operators

@@ -1,0 +1,574 @@
+#include "operators/window.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <optional>
+
+#include "operators/bad_record.hpp"
+#include "operators/session_windows.hpp"
+#include "operators/toml_order.hpp"
+#include "state/key_codec.hpp"
+#include "state/key_group.hpp"
+#include "state/keyed_map.hpp"
+#include "state/timer_service.hpp"
+
+namespace streamctl::operators {
+
+namespace {
+
+void append_zigzag_varint(std::string& out, std::int64_t n) {
+  std::uint64_t v = (static_cast<std::uint64_t>(n) << 1) ^ static_cast<std::uint64_t>(n >> 63);
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>((v & 0x7F) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+}
+
+// Reads an unsigned LEB128 varint from the front of `in`, consuming it.
+bool read_varint(std::string_view& in, std::uint64_t& v) {
+  v = 0;
+  for (unsigned shift = 0; shift < 64 && !in.empty(); shift += 7) {
+    const auto byte = static_cast<unsigned char>(in.front());
+    in.remove_prefix(1);
+    v |= std::uint64_t{byte & 0x7Fu} << shift;
+    if ((byte & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+// Reads what append_zigzag_varint wrote from the front of `in`, consuming it.
+bool read_zigzag_varint(std::string_view& in, std::int64_t& n) {
+  std::uint64_t v;
+  if (!read_varint(in, v)) return false;
+  n = static_cast<std::int64_t>(v >> 1) ^ -static_cast<std::int64_t>(v & 1);
+  return true;
+}
+
+// Decodes a key of scalars (null, bool, int, float and string, with the tags and payloads of
+// state/key_codec.hpp) into `out` without allocating (strings are copied into `arena`); false
+// for keys with arrays or maps, which state::decode_key handles. Firing emits a row per window,
+// and decode_key allocates a vector for each.
+bool decode_scalar_key(std::string_view bytes, state::Arena& arena,
+                       std::vector<state::Value>& out) {
+  out.clear();
+  std::uint64_t count;
+  if (!read_varint(bytes, count)) return false;
+  for (std::uint64_t k = 0; k < count; ++k) {
+    if (bytes.empty()) return false;
+    const auto tag = static_cast<unsigned char>(bytes.front());
+    bytes.remove_prefix(1);
+    switch (tag) {
+    case 0: out.push_back(state::Value::null()); break;
+    case 1:
+      if (bytes.empty()) return false;
+      out.push_back(state::Value::boolean(bytes.front() != 0));
+      bytes.remove_prefix(1);
+      break;
+    case 2: {
+      std::int64_t n;
+      if (!read_zigzag_varint(bytes, n)) return false;
+      out.push_back(state::Value::integer(n));
+      break;
+    }
+    case 3: {
+      if (bytes.size() < 8) return false;
+      std::uint64_t bits = 0;
+      for (int b = 7; b >= 0; --b)
+        bits = (bits << 8) | static_cast<unsigned char>(bytes[static_cast<std::size_t>(b)]);
+      double f;
+      std::memcpy(&f, &bits, sizeof f);
+      out.push_back(state::Value::floating(f));
+      bytes.remove_prefix(8);
+      break;
+    }
+    case 4: {
+      std::uint64_t size;
+      if (!read_varint(bytes, size) || size > bytes.size()) return false;
+      out.push_back(state::Value::string(arena.copy(bytes.substr(0, size))));
+      bytes.remove_prefix(size);
+      break;
+    }
+    default: return false;
+    }
+  }
+  return bytes.empty();
+}
+
+} // namespace
+
+// --- what both implementations share ---------------------------------------------------------
+
+WindowOperatorBase::WindowOperatorBase(WindowSettings settings)
+    : key_(std::move(settings.key)), key_names_(std::move(settings.key_names)),
+      aggregates_(std::move(settings.aggregates)), window_(settings.window),
+      window_start_(settings.window_start), window_end_(settings.window_end) {}
+
+void WindowOperatorBase::begin_batch(std::int64_t now) {
+  eval_arena_.reset();
+  eval_.arena = &eval_arena_;
+  eval_.now_ms = now;
+}
+
+void WindowOperatorBase::emit_row(std::string_view key_bytes, std::int64_t start, std::int64_t end,
+                                  const std::byte* block, std::int64_t timestamp,
+                                  state::Batch& out) {
+  builder_.reset();
+  if (!decode_scalar_key(key_bytes, out.arena(), key_values_)) {
+    // The bytes come from encode_key, so decoding them cannot fail; nulls keep the row whole
+    // if it ever did.
+    auto values = state::decode_key(key_bytes, *ctx_.names, out.arena());
+    key_values_ = values ? std::move(*values) : std::vector<state::Value>();
+  }
+  for (std::size_t k = 0; k < key_names_.size(); ++k)
+    builder_.append(key_names_[k], k < key_values_.size() ? key_values_[k] : state::Value::null());
+  builder_.append(window_start_, state::Value::integer(start));
+  builder_.append(window_end_, state::Value::integer(end));
+  aggregates_.emit(block, builder_, out);
+  builder_.set_timestamp(timestamp);
+  builder_.finish(out);
+}
+
+void WindowOperatorBase::late_record(const state::Batch& in, const state::Record& record,
+                                     bool& retained) {
+  if (ctx_.late_output != nullptr) {
+    if (!retained) ctx_.late_output->retain_memory_of(in);
+    retained = true;
+    ctx_.late_output->add_shared(record);
+    return;
+  }
+  report_bad_record(ctx_, record,
+                    "late record: event time " + std::to_string(record.timestamp) +
+                        " is behind the watermark " + std::to_string(watermark_) +
+                        " for every window it belongs to (allowed_lateness " +
+                        std::to_string(window_.allowed_lateness) + "ms)");
+}
+
+void WindowOperatorBase::out_of_range(const state::Record& record, std::int64_t time) {
+  report_bad_record(ctx_, record,
+                    "time " + std::to_string(time) +
+                        " is outside the range of times windows support (about ±146 million years "
+                        "around 1970)");
+}
+
+namespace {
+
+// --- tumbling and sliding windows --------------------------------------------------------------
+//
+// State: per time domain, a KeyedMap from (window start, key) to the window's aggregates block:
+//
+//   map key:  the window start as a zigzag varint (LEB128, low group first, as in
+//             state/key_codec.hpp), then the key's canonical bytes (key_codec)
+//   hash:     window_hash(): congruent to hash_key_bytes(key bytes) modulo max_parallelism, so
+//             that a key's windows live in the key's key group, its other bits mixed from the
+//             key hash and the start so that the windows of one key do not share a home slot
+//   value:    Cell: the block inline when it fits in 32 bytes, else a pointer to it
+//
+// Timers: one per key group, time domain and time, not one per window: key empty, hash = the
+// key group's number, tag = the window end. (A TimerService operation costs about ten map
+// updates, and a tumbling count over many keys makes about one window per record.) A timer at
+// time == tag fires every window of its key group that ends there, emitting their rows; with
+// allowed_lateness > 0 (event time) it then registers the group's timer at end +
+// allowed_lateness, which drops them. Firing scans the group's table, so that sliding windows
+// visit about size/slide entries per row they emit. Whether a window has fired follows from
+// the watermark: end <= watermark.
+
+// A window's aggregates block, or a pointer to it. Blocks are trivially relocatable, so the
+// map may move a Cell as bytes; the operator inits and destroys the blocks.
+struct alignas(16) Cell {
+  std::byte bytes[32];
+};
+static_assert(std::is_trivially_copyable_v<Cell>);
+
+std::uint64_t mix64(std::uint64_t x) { // splitmix64's finaliser
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ULL;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+__extension__ using Uint128 = unsigned __int128;
+
+class AlignedWindows final : public WindowOperatorBase {
+public:
+  explicit AlignedWindows(WindowSettings settings)
+      : WindowOperatorBase(std::move(settings)),
+        inline_blocks_(aggregates_.state_bytes() <= sizeof(Cell) &&
+                       aggregates_.block_align() <= alignof(Cell)) {}
+
+  ~AlignedWindows() override {
+    for (Domain& d : domains_)
+      if (d.windows)
+        d.windows->for_each([&](std::string_view, Cell& cell) { destroy_block(cell); });
+  }
+
+  void open(OperatorContext& ctx) override {
+    Operator::open(ctx);
+    max_parallelism_ = static_cast<std::uint32_t>(ctx.pipeline->max_parallelism);
+    spread_ = UINT64_MAX / max_parallelism_ - 1;
+    range_ = state::key_group_range(ctx.subtask, ctx.parallelism, max_parallelism_);
+    for (Domain& d : domains_) {
+      d.windows.emplace(range_, max_parallelism_);
+      d.registered.assign(range_.size(), GroupTimer{INT64_MIN, INT64_MIN});
+    }
+    timers_.emplace(range_, max_parallelism_);
+  }
+
+  void process(const state::Batch& in, state::Batch& out) override {
+    const std::int64_t now = ctx_.now_ms();
+    begin_batch(now);
+    plan(in, now);
+    bool retained = false;
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      // The map slots of a record a few ahead start loading while this one is handled.
+      if (i + prefetch_distance_ < in.size()) prefetch(pending_[i + prefetch_distance_]);
+      const Pending& p = pending_[i];
+      const state::Record& record = in[i];
+      if (p.action == Action::OutOfRange) {
+        out_of_range(record, p.t);
+        continue;
+      }
+      if (p.action == Action::Late) {
+        late_record(in, record, retained);
+        continue;
+      }
+      // Processing-time windows are never late: a record's windows contain its arrival.
+      const std::int64_t lateness = p.event ? window_.allowed_lateness : 0;
+      const std::int64_t watermark = p.event ? watermark_ : INT64_MIN;
+      for (std::int64_t start = p.last_start; start > p.t - window_.size; start -= window_.slide) {
+        const std::int64_t end = start + window_.size;
+        if (end + lateness <= watermark) break; // this one and every earlier one are late
+        if (!add(p, start, end, record, out)) {
+          report_bad_record(ctx_, record, eval_.error);
+          break;
+        }
+      }
+    }
+  }
+
+  void on_watermark(std::int64_t watermark, state::Batch& out) override {
+    watermark_ = std::max(watermark_, watermark);
+    timers_->advance_watermark(watermark_, [&](std::string_view, std::uint64_t group,
+                                               std::int64_t time, std::int64_t end) {
+      fire(domains_[event_domain], true, static_cast<std::uint32_t>(group), time, end, out);
+    });
+  }
+
+  void on_processing_time(std::int64_t now, state::Batch& out) override {
+    timers_->advance_processing_time(now, [&](std::string_view, std::uint64_t group,
+                                              std::int64_t time, std::int64_t end) {
+      fire(domains_[processing_domain], false, static_cast<std::uint32_t>(group), time, end, out);
+    });
+  }
+
+  void finish(state::Batch& out) override {
+    on_watermark(INT64_MAX, out);
+    on_processing_time(INT64_MAX, out);
+  }
+
+private:
+  using Windows = state::KeyedMap<Cell>;
+
+  struct GroupTimer {
+    std::int64_t time;
+    std::int64_t end; // its tag
+    bool operator==(const GroupTimer&) const = default;
+  };
+  struct Domain {
+    std::optional<Windows> windows;
+    // Per key group of the range, the group timer registered last (scratch: it spares most
+    // TimerService lookups, which would find the timer there already).
+    std::vector<GroupTimer> registered;
+  };
+  static constexpr int event_domain = 0;
+  static constexpr int processing_domain = 1;
+  // How many windows' slots to have loading ahead of the one being updated.
+  static constexpr std::int64_t prefetch_windows = 8;
+
+  enum class Action : std::uint8_t { Add, Late, OutOfRange };
+  // What the first pass over a batch found out about one record.
+  struct Pending {
+    std::int64_t t;          // event time, or processing time at arrival
+    std::int64_t last_start; // of the latest window containing t
+    std::uint64_t hash;      // hash_key_bytes of the key
+    std::uint64_t slot_hash; // window_hash of the latest window
+    std::uint32_t group;     // the key's key group
+    std::uint32_t key_begin; // the key bytes: keys_[key_begin, key_begin + key_size)
+    std::uint32_t key_size;
+    Action action;
+    bool event;
+  };
+
+  Domain& domain(bool event) { return domains_[event ? event_domain : processing_domain]; }
+
+  // The hash a window is filed under in its map (see the top of this section).
+  std::uint64_t window_hash(std::uint32_t group, std::uint64_t key_hash, std::int64_t start) const {
+    const std::uint64_t m =
+        mix64(key_hash ^ (static_cast<std::uint64_t>(start) * 0x9E3779B97F4A7C15ULL));
+    const auto q =
+        static_cast<std::uint64_t>((Uint128{m} * spread_) >> 64); // uniform in [0, spread_)
+    return q * max_parallelism_ + group;
+  }
+
+  // Starts loading the map slots of the windows of a record.
+  void prefetch(const Pending& p) const {
+    if (p.action != Action::Add) return;
+    const Windows& windows = *domains_[p.event ? event_domain : processing_domain].windows;
+    windows.prefetch(p.slot_hash);
+    for (std::int64_t start = p.last_start - window_.slide; start > p.t - window_.size;
+         start -= window_.slide)
+      windows.prefetch(window_hash(p.group, p.hash, start));
+  }
+
+  // First pass: classifies every record and encodes and hashes the keys of those to add.
+  void plan(const state::Batch& in, std::int64_t now) {
+    pending_.resize(in.size());
+    keys_.clear();
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const state::Record& record = in[i];
+      Pending& p = pending_[i];
+      p.event = record.timestamp != state::kNoTimestamp;
+      p.t = p.event ? record.timestamp : now;
+      if (!window_.last_aligned_start(p.t, p.last_start)) {
+        p.action = Action::OutOfRange;
+        continue;
+      }
+      if (p.event && p.last_start + window_.size + window_.allowed_lateness <= watermark_) {
+        p.action = Action::Late; // even for its latest window
+        continue;
+      }
+      p.action = Action::Add;
+      key_.encode(record, *ctx_.names, key_bytes_);
+      p.key_begin = static_cast<std::uint32_t>(keys_.size());
+      p.key_size = static_cast<std::uint32_t>(key_bytes_.size());
+      keys_ += key_bytes_;
+      p.hash = state::hash_key_bytes(key_bytes_);
+      p.group = state::key_group_of(p.hash, max_parallelism_);
+      p.slot_hash = window_hash(p.group, p.hash, p.last_start);
+    }
+  }
+
+  std::byte* create_block(Cell& cell) {
+    std::byte* block = cell.bytes;
+    if (!inline_blocks_) {
+      block = static_cast<std::byte*>(
+          ::operator new(aggregates_.state_bytes(), std::align_val_t(aggregates_.block_align())));
+      std::memcpy(cell.bytes, &block, sizeof block);
+    }
+    aggregates_.init(block);
+    return block;
+  }
+  std::byte* block_of(Cell& cell) const {
+    if (inline_blocks_) return cell.bytes;
+    std::byte* block;
+    std::memcpy(&block, cell.bytes, sizeof block);
+    return block;
+  }
+  void destroy_block(Cell& cell) const {
+    std::byte* block = block_of(cell);
+    aggregates_.destroy(block);
+    if (!inline_blocks_) ::operator delete(block, std::align_val_t(aggregates_.block_align()));
+  }
+
+  // Registers the timer of `group` at `time` for the windows ending at `end`.
+  void schedule(Domain& d, bool event, std::uint32_t group, std::int64_t time, std::int64_t end) {
+    GroupTimer& last = d.registered[group - range_.first];
+    if (last == GroupTimer{time, end}) return;
+    last = GroupTimer{time, end};
+    if (event)
+      timers_->register_event_time({}, group, time, end);
+    else
+      timers_->register_processing_time({}, group, time, end);
+  }
+
+  // Adds `record` to its window [start, end), making the window when new; false (eval_.error
+  // says why) when the record cannot be added, and then nothing changed.
+  bool add(const Pending& p, std::int64_t start, std::int64_t end, const state::Record& record,
+           state::Batch& out) {
+    Domain& d = domain(p.event);
+    const std::string_view key(keys_.data() + p.key_begin, p.key_size);
+    map_key_.clear();
+    append_zigzag_varint(map_key_, start);
+    map_key_.append(key);
+    const std::uint64_t h =
+        start == p.last_start ? p.slot_hash : window_hash(p.group, p.hash, start);
+    auto [cell, inserted] = d.windows->try_emplace(map_key_, h);
+    std::byte* block = inserted ? create_block(*cell) : block_of(*cell);
+    if (!aggregates_.add(block, record, eval_)) {
+      if (inserted) {
+        destroy_block(*cell);
+        d.windows->erase(map_key_, h);
+      }
+      return false;
+    }
+    if (!p.event) {
+      if (inserted) schedule(d, false, p.group, end, end);
+      return true;
+    }
+    // A window that fired already (its end is at or below the watermark, end +
+    // allowed_lateness above it) shows every update at once.
+    const bool fired = end <= watermark_;
+    if (inserted) schedule(d, true, p.group, fired ? end + window_.allowed_lateness : end, end);
+    if (fired) emit_row(key, start, end, block, row_timestamp(end), out);
+    return true;
+  }
+
+  // The timer of `group` at `time` for the windows that end at `end` went off.
+  void fire(Domain& d, bool event, std::uint32_t group, std::int64_t time, std::int64_t end,
+            state::Batch& out) {
+    GroupTimer& last = d.registered[group - range_.first];
+    if (last == GroupTimer{time, end}) last = GroupTimer{INT64_MIN, INT64_MIN};
+    const std::int64_t start = end - window_.size;
+    const bool emit = time == end;
+    const bool keep = emit && event && window_.allowed_lateness > 0;
+    d.windows->erase_if_in_group(group, [&](std::string_view map_key, Cell& cell) {
+      std::int64_t s;
+      if (!read_zigzag_varint(map_key, s) || s != start) return false;
+      if (emit)
+        emit_row(map_key, start, end, block_of(cell),
+                 event ? row_timestamp(end) : state::kNoTimestamp, out);
+      if (keep) return false;
+      destroy_block(cell);
+      return true;
+    });
+    if (keep) schedule(d, true, group, end + window_.allowed_lateness, end);
+  }
+
+  const bool inline_blocks_;
+  // Records ahead to prefetch: prefetch_windows over the windows a record belongs to.
+  const std::size_t prefetch_distance_ = static_cast<std::size_t>(std::max<std::int64_t>(
+      1, prefetch_windows / ((window_.size + window_.slide - 1) / window_.slide)));
+  std::uint32_t max_parallelism_ = 1;
+  std::uint64_t spread_ = 0; // window_hash: how many multiples of max_parallelism it spreads over
+  state::KeyGroupRange range_;
+  Domain domains_[2];
+  std::optional<state::TimerService> timers_;
+  std::vector<Pending> pending_; // scratch, per batch
+  std::string keys_;             // scratch: the key bytes of a batch, one after another
+  std::string map_key_;          // scratch
+};
+
+std::vector<state::FieldId> key_names_of(const pipeline::NodeSpec& node, state::FieldNames& names) {
+  std::vector<state::FieldId> ids;
+  if (const auto* list = node.config["key"].as_array())
+    for (const auto& f : *list)
+      ids.push_back(names.intern(f.value_or(std::string())));
+  return ids;
+}
+
+[[noreturn]] void usage_error(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
+                              std::string_view key, const std::string& message) {
+  throw Error(ErrorKind::Usage, pipeline::position_of(spec, node, key) + ": operator '" +
+                                    node.name + "': " + message);
+}
+
+} // namespace
+
+pipeline::NodeTypeSchema window_schema() {
+  using pipeline::KeySchema;
+  using pipeline::KeyType;
+  return pipeline::NodeTypeSchema{
+      "window",
+      {
+          KeySchema{"key", KeyType::StringArray, true, {}, {}, "fields that form the key"},
+          KeySchema{
+              "window",
+              KeyType::Table,
+              true,
+              {},
+              {
+                  KeySchema{"kind",
+                            KeyType::Enum,
+                            true,
+                            {"tumbling", "sliding", "session"},
+                            {},
+                            "the kind of windows"},
+                  KeySchema{
+                      "size", KeyType::Duration, false, {}, {}, "tumbling, sliding: window length"},
+                  KeySchema{"slide",
+                            KeyType::Duration,
+                            false,
+                            {},
+                            {},
+                            "sliding: step between window starts"},
+                  KeySchema{"gap",
+                            KeyType::Duration,
+                            false,
+                            {},
+                            {},
+                            "session: the most time between records"},
+              },
+              "kind = \"tumbling\"|\"sliding\"|\"session\", size, slide, gap"},
+          KeySchema{"aggregates", KeyType::StringMap, true, {}, {}, "name = \"function(field)\""},
+          KeySchema{"allowed_lateness",
+                    KeyType::Duration,
+                    false,
+                    {},
+                    {},
+                    "how long after its end a window still takes records"},
+          KeySchema{"late_output",
+                    KeyType::String,
+                    false,
+                    {},
+                    {},
+                    "a name other nodes read late records from"},
+      }};
+}
+
+std::unique_ptr<Operator> make_window(const pipeline::PipelineSpec& spec,
+                                      const pipeline::NodeSpec& node, state::FieldNames& names) {
+  WindowSpec window = WindowSpec::from_node(spec, node);
+
+  std::vector<std::pair<std::string, std::string>> entries;
+  const auto ordered = in_file_order(node.config["aggregates"].as_table());
+  entries.reserve(ordered.size());
+  for (const auto& [name, value] : ordered)
+    entries.emplace_back(name, value->value_or(std::string()));
+  std::optional<Aggregates> aggregates;
+  try {
+    aggregates.emplace(Aggregates::compile(entries, names));
+  } catch (const AggregateError& e) {
+    // Point at the entry's own string when the file has it.
+    std::string where = pipeline::position_of(spec, node, "aggregates");
+    if (e.entry() < ordered.size()) {
+      const auto& begin = ordered[e.entry()].second->source().begin;
+      if (begin.line > 0)
+        where = spec.file.string() + ":" + std::to_string(begin.line) + ":" +
+                std::to_string(begin.column);
+    }
+    throw Error(ErrorKind::Usage, where + ": operator '" + node.name + "': " + e.what());
+  } catch (const pipeline::ExpressionError& e) {
+    usage_error(spec, node, "aggregates", e.what());
+  } catch (const Error& e) { // an empty output name
+    usage_error(spec, node, "aggregates", e.what());
+  }
+
+  WindowSettings settings{KeyFields::from_node(spec, node, names),
+                          key_names_of(node, names),
+                          std::move(*aggregates),
+                          window,
+                          names.intern("window_start"),
+                          names.intern("window_end")};
+  // Output rows are key fields, window_start, window_end, aggregates: one name each.
+  for (state::FieldId id : settings.key_names)
+    if (id == settings.window_start || id == settings.window_end)
+      usage_error(spec, node, "key", "a key field cannot be named 'window_start' or 'window_end'");
+  for (std::size_t k = 0; k < settings.aggregates.size(); ++k) {
+    state::FieldId id = settings.aggregates.output_fields()[k];
+    bool clash = id == settings.window_start || id == settings.window_end ||
+                 std::find(settings.key_names.begin(), settings.key_names.end(), id) !=
+                     settings.key_names.end();
+    if (clash)
+      usage_error(
+          spec, node, "aggregates",
+          "aggregate '" + entries[k].first +
+              "' has the name of a field every row has already (a key field, window_start or "
+              "window_end)");
+  }
+  if (window.kind == WindowKind::Session) return make_session_windows(std::move(settings));
+  return std::make_unique<AlignedWindows>(std::move(settings));
+}
+
+} // namespace streamctl::operators

@@ -1,0 +1,90 @@
+#pragma once
+// `type = "window"`: keyed windows with incremental aggregates (SPEC §6, §7).
+//
+// Each (key, window) keeps one Aggregates block and nothing else: records are added as they
+// arrive and never buffered. A window [start, end) fires when the watermark reaches `end`:
+// it emits one record, the key fields, then `window_start` and `window_end` (epoch ms), then
+// the aggregates in table order, stamped with event time end - 1 so that a downstream window
+// can window it again. A record that arrives after its window fired, but while the watermark
+// is still below end + allowed_lateness, updates the window and re-emits its row at once; the
+// window's state is dropped when the watermark reaches end + allowed_lateness. A record late
+// for every window it belongs to goes, unchanged, to the late output when a node reads it, and
+// is a bad record (the node's on_error) otherwise.
+//
+// A record without event time (state::kNoTimestamp: the pipeline has no `event_time`) is
+// windowed by processing time at its arrival, and its windows fire when processing time
+// reaches their end (no lateness applies; the rows carry no event time). At the end of input
+// every window still held fires.
+//
+// Keyed state lives per key group (state::KeyedMap, state::TimerService) so that it can be
+// snapshotted, restored and rescaled by key group: event-time timers fire windows at their end
+// and drop them at end + allowed_lateness. The tumbling and sliding windows live in
+// window.cpp, session windows in session_windows.cpp, each with a drawing of its state and
+// timers; both build on WindowOperatorBase below.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "operators/aggregates.hpp"
+#include "operators/key_fields.hpp"
+#include "operators/registry.hpp"
+#include "operators/window_assigner.hpp"
+#include "state/arena.hpp"
+
+namespace streamctl::operators {
+
+pipeline::NodeTypeSchema window_schema();
+std::unique_ptr<Operator> make_window(const pipeline::PipelineSpec&, const pipeline::NodeSpec&,
+                                      state::FieldNames&);
+
+// A window node's compiled settings.
+struct WindowSettings {
+  KeyFields key;
+  std::vector<state::FieldId> key_names; // the key fields, in order, for rows made at firing
+  Aggregates aggregates;
+  WindowSpec window;
+  state::FieldId window_start;
+  state::FieldId window_end;
+};
+
+// What the aligned (tumbling, sliding) and session implementations share: the settings, the
+// rows they emit, and what becomes of late records.
+class WindowOperatorBase : public Operator {
+protected:
+  explicit WindowOperatorBase(WindowSettings settings);
+
+  // Per batch: the watermark-independent context of evaluation (arena, now()).
+  void begin_batch(std::int64_t now);
+
+  // Appends the row of one window: the key fields (decoded from the key bytes: an integral
+  // float key such as 2.0 comes out as 2), window_start, window_end, then the aggregates.
+  void emit_row(std::string_view key_bytes, std::int64_t start, std::int64_t end,
+                const std::byte* block, std::int64_t timestamp, state::Batch& out);
+
+  // A record late for every window it belongs to: to the late output, else a bad record.
+  // `retained` tracks whether the late output already retains `in`'s memory.
+  void late_record(const state::Batch& in, const state::Record& record, bool& retained);
+  // A record whose windows at `time` fall outside the supported range of times.
+  void out_of_range(const state::Record& record, std::int64_t time);
+
+  // The event-time rows of a window that ends at `end`, and of a processing-time one.
+  static std::int64_t row_timestamp(std::int64_t end) { return end - 1; }
+
+  KeyFields key_;
+  std::vector<state::FieldId> key_names_;
+  Aggregates aggregates_;
+  const WindowSpec window_;
+  state::FieldId window_start_;
+  state::FieldId window_end_;
+
+  std::int64_t watermark_ = INT64_MIN;
+  std::string key_bytes_; // scratch: the key of the record at hand
+  pipeline::EvalContext eval_;
+  state::Arena eval_arena_{4096}; // strings expressions make while adding; reset per batch
+  state::RecordBuilder builder_;
+  std::vector<state::Value> key_values_; // scratch: a key decoded for a row
+};
+
+} // namespace streamctl::operators

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Benchmarks of the stateful path (issue 3), printed as records/s. A measuring tool, not a test:
+# it never fails on speed, only when streamctl's counts disagree with jq's and gawk's.
+#
+#   tests/bench/stateful.sh [--records N] [--json-records N,N...] [--streamctl PATH]
+#
+#   1. generator (clicks, 100,000 users) -> keyed tumbling count, 1 s windows of event time
+#      (100 records per ms of event time) -> file, at parallelism 1 and 2
+#   2. JSON lines file -> count per user -> file, against `jq -r .user | sort | uniq -c` and a
+#      gawk associative-array count, for each size of --json-records (default 1M and 10M)
+#   3. Nexmark q5 and q8 (examples/) at parallelism 2
+#
+# Figures depend on the machine and its load; run it twice and compare ratios.
+set -euo pipefail
+
+records=10000000
+json_sizes=1000000,10000000
+streamctl="${STREAMCTL:-$(dirname "$0")/../../build/cli/streamctl}"
+examples="$(dirname "$0")/../../examples"
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --records) records=$2; shift 2 ;;
+    --json-records) json_sizes=$2; shift 2 ;;
+    --streamctl) streamctl=$2; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+streamctl=$(realpath "$streamctl")
+examples=$(realpath "$examples")
+for tool in jq gawk python3; do
+  command -v $tool >/dev/null || { echo "bench needs $tool" >&2; exit 2; }
+done
+cores=$(nproc)
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/streamctl-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+export STREAMCTL_STATE_DIR="$work/state"
+
+now() { date +%s.%N; }
+# rate RECORDS SECONDS [CORES]
+rate() { python3 -c "print(f'{$1/$2:,.0f}')"; }
+per_core() { python3 -c "print(f'{$1/$2/min($3, $cores):,.0f}')"; }
+
+echo "== generator -> keyed tumbling count (100,000 keys, 1 s windows) -> file, $records records"
+cat >"$work/window.toml" <<TOML
+name = "bench-window"
+[sources.g]
+type = "generator"
+profile = "clicks"
+users = 100000
+count = $records
+seed = 1
+event_time = "ts / 100"
+[operators.per_user]
+type = "window"
+inputs = ["g"]
+key = ["user"]
+window = { kind = "tumbling", size = "1s" }
+aggregates = { n = "count()" }
+[sinks.out]
+type = "file"
+inputs = ["per_user"]
+path = "$work/window-out"
+TOML
+for p in 1 2; do
+  rm -rf "$work/window-out"
+  start=$(now)
+  "$streamctl" run "$work/window.toml" -p $p
+  end=$(now)
+  seconds=$(python3 -c "print($end - $start)")
+  # Every record is counted once: the windows' counts add up to the input.
+  total=$(cat "$work/window-out"/part-* | python3 -c 'import sys, json; print(sum(json.loads(l)["n"] for l in sys.stdin))')
+  [[ $total == "$records" ]] || { echo "windows counted $total records, expected $records" >&2; exit 1; }
+  # Workers at p: p sources + p windows (+ the sink fused or not); per core of the machine.
+  echo "parallelism $p: $(rate $records $seconds) records/s ($(printf %.2f $seconds) s), $(per_core $records $seconds $((2 * p))) records/s per busy core"
+done
+echo
+
+IFS=, read -ra sizes <<<"$json_sizes"
+for n in "${sizes[@]}"; do
+  echo "== JSON file -> count per user -> file, $n records"
+  cat >"$work/gen.toml" <<TOML
+name = "bench-gen"
+[sources.g]
+type = "generator"
+profile = "clicks"
+count = $n
+seed = 1
+start_time = 1700000000000
+[sinks.out]
+type = "file"
+inputs = ["g"]
+path = "$work/gen-out"
+TOML
+  rm -rf "$work/gen-out"
+  "$streamctl" run "$work/gen.toml"
+  mv "$work/gen-out"/part-0-0.json "$work/clicks.jsonl"
+  cat >"$work/count.toml" <<TOML
+name = "bench-count"
+[sources.in]
+type = "file"
+path = "$work/clicks.jsonl"
+event_time = "ts"
+[operators.per_user]
+type = "window"
+inputs = ["in"]
+key = ["user"]
+window = { kind = "tumbling", size = "1000d" }
+aggregates = { n = "count()" }
+[sinks.out]
+type = "file"
+inputs = ["per_user"]
+path = "$work/count-out"
+TOML
+  rm -rf "$work/count-out"
+  start=$(now); "$streamctl" run "$work/count.toml"; end=$(now)
+  t_streamctl=$(python3 -c "print($end - $start)")
+  cat "$work/count-out"/part-* | python3 -c 'import sys, json
+for l in sys.stdin: r = json.loads(l); print(r["user"], r["n"])' | sort >"$work/streamctl.counts"
+
+  start=$(now); jq -r .user <"$work/clicks.jsonl" | sort | uniq -c >"$work/jq.raw"; end=$(now)
+  t_jq=$(python3 -c "print($end - $start)")
+  awk '{print $2, $1}' "$work/jq.raw" | sort >"$work/jq.counts"
+
+  start=$(now)
+  gawk -F'"user":"' '{ split($2, rest, "\""); n[rest[1]]++ } END { for (u in n) print u, n[u] }' \
+    "$work/clicks.jsonl" >"$work/gawk.raw"
+  end=$(now)
+  t_gawk=$(python3 -c "print($end - $start)")
+  sort "$work/gawk.raw" >"$work/gawk.counts"
+
+  cmp -s "$work/streamctl.counts" "$work/jq.counts" || { echo "streamctl and jq disagree" >&2; exit 1; }
+  cmp -s "$work/streamctl.counts" "$work/gawk.counts" || { echo "streamctl and gawk disagree" >&2; exit 1; }
+  echo "streamctl: $(rate $n $t_streamctl) records/s"
+  echo "jq | sort | uniq -c: $(rate $n $t_jq) records/s ($(python3 -c "print(f'{$t_jq/$t_streamctl:.1f}')")x slower)"
+  echo "gawk: $(rate $n $t_gawk) records/s ($(python3 -c "print(f'{$t_gawk/$t_streamctl:.1f}')")x slower)"
+  rm -f "$work/clicks.jsonl"
+  echo
+done
+
+for q in q5 q8; do
+  file="$examples/nexmark_$q.toml"
+  [[ -f $file ]] || continue
+  echo "== Nexmark $q, parallelism 2, $records events"
+  rm -rf "$work/nexmark-out"
+  start=$(now)
+  "$streamctl" run "$file" -p 2 --set "sources.events.count=$records" \
+    --set "sinks.out.type=file" --set "sinks.out.path=$work/nexmark-out" >/dev/null
+  end=$(now)
+  seconds=$(python3 -c "print($end - $start)")
+  echo "$(rate $records $seconds) events/s ($(printf %.2f $seconds) s)"
+done
