@@ -13,10 +13,12 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "operators/wall_clock.hpp"
 #include "pipeline/spec/pipeline_spec.hpp"
 #include "state/batch.hpp"
+#include "state/error.hpp"
 #include "state/field_names.hpp"
 
 namespace streamctl::operators {
@@ -67,6 +69,31 @@ public:
   // All input has ended; emit what is still held.
   virtual void finish(state::Batch& /*out*/) {}
 
+  // --- Checkpointed state (SPEC §7). Called between batches, never during one. ---
+  //
+  // Keyed state is written one key group at a time, so that a restore at another parallelism
+  // reads just the groups each new subtask owns. Each segment is the operator's own
+  // self-describing bytes (field names, not process-local FieldIds; a version byte first);
+  // the snapshot file (state/snapshot_format.hpp) compresses and checksums them.
+  virtual bool has_state() const { return false; }
+  // Appends the state of `key_group` (one this subtask owns) to `out`; appends nothing when
+  // the group holds nothing.
+  virtual void snapshot_key_group(std::uint32_t /*key_group*/, std::string& /*out*/) const {}
+  // State that belongs to the subtask, not to a key group (a broadcast join's records);
+  // appends nothing when there is none.
+  virtual void snapshot_subtask_state(std::string& /*out*/) const {}
+  // Called after open() and before any record: the segment a snapshot holds for a key group
+  // in this subtask's range (written by whichever subtask owned it then). Once per group.
+  virtual Result<void> restore_key_group(std::uint32_t /*key_group*/, std::string_view /*data*/) {
+    return fail("this operator has no keyed state to restore");
+  }
+  // Called after open(), before any record, with the subtask state of EVERY old subtask
+  // (index = old subtask, empty when it wrote none): the operator takes what its new subtask
+  // index (ctx.subtask of ctx.parallelism) should hold.
+  virtual Result<void> restore_subtask_state(const std::vector<std::string_view>& /*old_subtasks*/) {
+    return {};
+  }
+
 protected:
   OperatorContext ctx_;
 };
@@ -86,6 +113,19 @@ public:
   // A file descriptor that becomes readable when poll() would make progress, or -1.
   virtual int readiness_fd() const { return -1; }
 
+  // --- Rewinding (SPEC §7: every source is replayable). Called between polls. ---
+  //
+  // Where this subtask is: what it has emitted so far (file offsets and the files done,
+  // generator sequence numbers), as self-describing bytes with a version byte first.
+  virtual void snapshot_position(std::string& /*out*/) const {}
+  // Called after open(), before the first poll, with the positions of EVERY old subtask
+  // (index = old subtask): the source goes on from there, emitting exactly the records that
+  // no old subtask had emitted and that belong to its new share (ctx.subtask of
+  // ctx.parallelism), so that nothing is lost or repeated at any new parallelism.
+  virtual Result<void> restore_position(const std::vector<std::string_view>& /*old_subtasks*/) {
+    return fail("this source cannot rewind");
+  }
+
 protected:
   OperatorContext ctx_;
 };
@@ -99,6 +139,22 @@ public:
   virtual void finish() = 0;
   // The job failed or was cancelled: discard what is not committed.
   virtual void abort() {}
+
+  // --- Exactly-once output by two-phase commit (SPEC §6, §7). Called between writes. ---
+  //
+  // Checkpoint `checkpoint_id` covers everything written so far: make it durable but not yet
+  // visible (close and fsync the part file in progress) and append to `out` what a restarted
+  // sink needs to publish it (the names of the prepared files).
+  virtual void pre_commit(std::uint64_t /*checkpoint_id*/, std::string& /*out*/) {}
+  // The checkpoint completed (its _metadata is durable): publish what pre_commit prepared for
+  // it and for every earlier checkpoint.
+  virtual void commit(std::uint64_t /*checkpoint_id*/) {}
+  // Called after open(), before any write, with the pre_commit state of EVERY old subtask from
+  // the restored checkpoint: publish those (their checkpoint completed) if not yet published,
+  // and discard any other output left in progress.
+  virtual Result<void> restore_pending(const std::vector<std::string_view>& /*old_subtasks*/) {
+    return {};
+  }
 
 protected:
   OperatorContext ctx_;
