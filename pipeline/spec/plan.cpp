@@ -80,9 +80,14 @@ PhysicalPlan plan_job(const PipelineSpec& spec) {
     const NodeSpec& node = spec.nodes[k];
     if (node.inputs.size() != 1) return false;
     InputRef up = resolve_input(spec, node.inputs[0]);
-    return up.port == kMainOutput && consumers[up.node].size() == 1 &&
-           edge_partition(spec, spec.nodes[up.node], node, 0) == Partition::Forward &&
-           spec.parallelism_of(spec.nodes[up.node]) == spec.parallelism_of(node);
+    if (up.port != kMainOutput || consumers[up.node].size() != 1 ||
+        spec.parallelism_of(spec.nodes[up.node]) != spec.parallelism_of(node))
+      return false;
+    Partition partition = edge_partition(spec, spec.nodes[up.node], node, 0);
+    // Between two single subtasks, partitioning by key sends everything to subtask 0, which
+    // owns every key group: a forward edge that may be fused.
+    return partition == Partition::Forward ||
+           (partition == Partition::Key && spec.parallelism_of(node) == 1);
   };
 
   PhysicalPlan plan;
