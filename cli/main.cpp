@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli/context.hpp"
+#include "cli/snapshot_command.hpp"
 #include "state/error.hpp"
 
 #ifndef STREAMCTL_VERSION
@@ -43,6 +44,11 @@ int main(int argc, char** argv) {
   cli::add_graph_command(app, ctx);
   cli::add_run_command(app, ctx);
   cli::add_test_command(app, ctx);
+  cli::add_list_command(app, ctx);
+  cli::add_status_command(app, ctx);
+  cli::add_stop_command(app, ctx);
+  cli::add_cancel_command(app, ctx);
+  cli::add_snapshot_command(app, ctx);
   cli::add_worker_command(app, ctx);
 
   try {

@@ -1,5 +1,6 @@
 #include "pipeline/runtime/coordinator.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "pipeline/runtime/job_metrics.hpp"
 #include "pipeline/runtime/job_registry.hpp"
 #include "state/error.hpp"
+#include "state/json_writer.hpp"
 #include "transport/control.hpp"
 
 namespace streamctl::runtime {
@@ -93,6 +95,7 @@ public:
                            : "ipc://" + (registration_->socket_dir() / "control.sock").string();
     control_.bind(bind);
     std::string endpoint = control_.get(zmq::sockopt::last_endpoint);
+    registration_->set_control_endpoint(endpoint);
 
     start_workers(endpoint);
     registration_->update("running", pids());
@@ -192,7 +195,8 @@ private:
       while (control_.recv(identity, zmq::recv_flags::dontwait)) {
         if (!control_.recv(body, zmq::recv_flags::dontwait)) break;
         auto message = transport::decode_control(body.to_string_view());
-        if (message) handle_message(*message);
+        if (message && is_client_command(*message)) handle_client(identity.to_string(), *message);
+        else if (message) handle_message(*message);
         if (ended_) return false;
       }
     }
@@ -226,6 +230,76 @@ private:
     }
   }
 
+  // Commands of `streamctl status|stop|cancel JOB`, from a DEALER that connects to the
+  // control socket for one request (pipeline/runtime/job_client.hpp); workers never send them.
+  static bool is_client_command(const transport::ControlMessage& m) {
+    return m.type == "STATUS" || m.type == "STOP_JOB" || m.type == "CANCEL_JOB";
+  }
+
+  void handle_client(const std::string& identity, const transport::ControlMessage& m) {
+    transport::ControlMessage reply{"OK", {}};
+    if (m.type == "STATUS") {
+      reply.set("state", stopping_ ? "stopping" : "running").set("operators", status_json());
+    } else if (m.type == "STOP_JOB") {
+      log_.warn("stop requested by streamctl stop: stopping the job gracefully");
+      request_stop();
+    }
+    std::string body = transport::encode_control(reply);
+    try {
+      control_.send(zmq::buffer(identity), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+      control_.send(zmq::buffer(body), zmq::send_flags::dontwait);
+    } catch (const zmq::error_t&) {
+      // The client went away; nothing to tell it.
+    }
+    if (m.type == "CANCEL_JOB") {
+      log_.warn("cancelled by streamctl cancel");
+      outcome_.exit_code = 1;
+      outcome_.error = "the job was cancelled (streamctl cancel)";
+      cancel_all();
+      final_state_ = "cancelled";
+      ended_ = true;
+    }
+  }
+
+  // SPEC §2 `status --json`'s operators: [{name, parallelism, subtasks: [{index, host, pid,
+  // records_in, records_out, bad_records}]}], from the workers' latest heartbeats.
+  std::string status_json() const {
+    std::string out = "[";
+    for (std::size_t n = 0; n < job_.spec.nodes.size(); ++n) {
+      const pipeline::NodeSpec& node = job_.spec.nodes[n];
+      if (n) out += ",";
+      out += "{\"name\":";
+      state::append_json_string(node.name, out);
+      out += ",\"type\":";
+      state::append_json_string(node.type, out);
+      out += ",\"parallelism\":" + std::to_string(job_.spec.parallelism_of(node)) + ",\"subtasks\":[";
+      bool first = true;
+      for (const auto& t : tasks_) {
+        const auto& chain = job_.plan.chains[static_cast<std::size_t>(t.task->chain)];
+        if (std::find(chain.nodes.begin(), chain.nodes.end(), n) == chain.nodes.end()) continue;
+        NodeMetrics m{node.name};
+        for (const auto& reported : t.metrics)
+          if (reported.node == node.name) m = reported;
+        out += first ? "" : ",";
+        first = false;
+        out += "{\"index\":" + std::to_string(t.task->subtask) + ",\"host\":\"localhost\",\"pid\":" +
+               std::to_string(t.process->pid()) + ",\"records_in\":" + std::to_string(m.records_in) +
+               ",\"records_out\":" + std::to_string(m.records_out) +
+               ",\"bad_records\":" + std::to_string(m.bad_records) + "}";
+      }
+      out += "]}";
+    }
+    return out + "]";
+  }
+
+  // Sources end their input as if it were exhausted, so the job drains and commits.
+  void request_stop() {
+    if (stopping_) return;
+    stopping_ = true;
+    transport::ControlMessage stop{"STOP", {}};
+    for (const auto& t : tasks_) send(t, stop);
+  }
+
   void handle_signal(int sig) {
     if (sig == SIGCHLD) {
       reap_children();
@@ -236,9 +310,7 @@ private:
     if (signals_received_ == 1) {
       log_.warn("{} received: stopping the job gracefully (send it again to cancel)", ::strsignal(sig));
       outcome_.exit_code = code;
-      stopping_ = true;
-      transport::ControlMessage stop{"STOP", {}};
-      for (const auto& t : tasks_) send(t, stop);
+      request_stop();
     } else {
       log_.warn("{} received again: cancelling the job", ::strsignal(sig));
       outcome_.exit_code = code;

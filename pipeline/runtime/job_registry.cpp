@@ -62,7 +62,8 @@ void JobRegistration::update(const std::string& state, const std::map<std::strin
   std::string json = "{\n  \"id\": " + json_string(id_) + ",\n  \"name\": " + json_string(name_) +
                      ",\n  \"state\": " + json_string(state) + ",\n  \"started\": " + json_string(started_) +
                      ",\n  \"updated\": " + json_string(utc_now("%Y-%m-%dT%H:%M:%SZ")) +
-                     ",\n  \"coordinator_pid\": " + std::to_string(::getpid()) + ",\n  \"tasks\": [";
+                     ",\n  \"coordinator_pid\": " + std::to_string(::getpid()) +
+                     ",\n  \"control\": " + json_string(control_endpoint_) + ",\n  \"tasks\": [";
   bool first = true;
   for (const auto& [label, pid] : pids) {
     json += first ? "\n" : ",\n";

@@ -26,6 +26,8 @@ public:
 
   // pipeline.toml: the text as written; overrides: the --set values, NUL-terminated.
   void write_pipeline(const std::string& text, const std::vector<std::string>& overrides) const;
+  // The coordinator's control socket, written into job.json for `streamctl status|stop|cancel`.
+  void set_control_endpoint(std::string endpoint) { control_endpoint_ = std::move(endpoint); }
   // Rewrites job.json atomically (temp file, rename).
   void update(const std::string& state, const std::map<std::string, int>& pids);
   void remove_sockets() const;
@@ -36,6 +38,7 @@ private:
   std::filesystem::path dir_;
   std::filesystem::path socket_dir_;
   std::string started_;
+  std::string control_endpoint_;
 };
 
 } // namespace streamctl::runtime

@@ -1,0 +1,228 @@
+#include "cli/snapshot_command.hpp"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+#include <sstream>
+
+#include "cli/context.hpp"
+#include "state/error.hpp"
+#include "state/json_writer.hpp"
+#include "state/snapshot_format.hpp"
+
+namespace streamctl::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// "streamctl: FILE: reason" on stderr (a JSON log line with --log-format json).
+void report(Context& ctx, const std::string& message) {
+  if (ctx.global.log_format == "json" && ctx.log)
+    ctx.log->error("{}", message);
+  else
+    std::cerr << "streamctl: " << message << "\n";
+  ctx.exit_code = exit_code_for(ErrorKind::Snapshot);
+}
+
+std::string hex64(std::uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
+  return buf;
+}
+
+std::string utc_time(std::int64_t ms) {
+  std::time_t seconds = static_cast<std::time_t>(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
+  std::tm tm{};
+  if (!::gmtime_r(&seconds, &tm)) return "?";
+  char buf[64];
+  std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  int millis = static_cast<int>(ms - std::int64_t(seconds) * 1000);
+  std::snprintf(buf + n, sizeof buf - n, ".%03dZ", millis);
+  return buf;
+}
+
+std::string ratio(const state::SegmentInfo& s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f",
+                s.compressed_length == 0 ? 0.0
+                                         : double(s.raw_length) / double(s.compressed_length));
+  return buf;
+}
+
+std::string chain_text(const std::vector<std::string>& nodes) {
+  std::string out;
+  for (const auto& n : nodes)
+    out += (out.empty() ? "" : " -> ") + n;
+  return out;
+}
+
+void print_text(const state::SnapshotReader& r) {
+  const auto& h = r.header();
+  std::uint64_t raw = 0, compressed = 0;
+  for (const auto& s : r.segments()) {
+    raw += s.raw_length;
+    compressed += s.compressed_length;
+  }
+  std::ostringstream out;
+  out << "file:            " << r.path().string() << "\n"
+      << "format version:  " << r.format_version() << "\n"
+      << "job:             " << h.job_name << "\n"
+      << "pipeline hash:   " << hex64(h.pipeline_hash) << "\n"
+      << "checkpoint:      " << h.checkpoint_id << "\n"
+      << "created:         " << utc_time(h.created_at_ms) << " (" << h.created_at_ms << " ms)\n"
+      << "chain:           " << h.chain_id << ": " << chain_text(h.chain_nodes) << "\n"
+      << "subtask:         " << h.subtask << " of " << h.parallelism << "\n"
+      << "key groups:      [" << h.key_groups.first << ", " << h.key_groups.end << ") of "
+      << h.max_parallelism << " (max_parallelism)\n"
+      << "segments:        " << r.segments().size() << ", " << raw << " bytes raw, " << compressed
+      << " compressed, " << r.file_size() << " in the file\n\n";
+
+  std::size_t node_width = 4;
+  for (const auto& s : r.segments())
+    node_width = std::max(node_width, s.node.size());
+  auto row = [&](const std::string& node, const std::string& kind, const std::string& kg,
+                 const std::string& raw_text, const std::string& comp, const std::string& rat,
+                 const std::string& sum) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "  %-15s %9s %12s %12s %6s  %s", kind.c_str(), kg.c_str(),
+                  raw_text.c_str(), comp.c_str(), rat.c_str(), sum.c_str());
+    out << node << std::string(node_width - node.size(), ' ') << buf << "\n";
+  };
+  row("NODE", "KIND", "KEY GROUP", "RAW", "COMPRESSED", "RATIO", "XXH64");
+  for (const auto& s : r.segments())
+    row(s.node, std::string(state::segment_kind_name(s.kind)),
+        s.kind == state::SegmentKind::Keyed ? std::to_string(s.key_group) : "-",
+        std::to_string(s.raw_length), std::to_string(s.compressed_length), ratio(s),
+        hex64(s.checksum));
+  std::cout << out.str();
+}
+
+void print_json(const state::SnapshotReader& r) {
+  const auto& h = r.header();
+  std::string out = "{\"file\":";
+  state::append_json_string(r.path().string(), out);
+  out += ",\"format_version\":" + std::to_string(r.format_version());
+  out += ",\"job\":";
+  state::append_json_string(h.job_name, out);
+  out += ",\"pipeline_hash\":\"" + hex64(h.pipeline_hash) + "\"";
+  out += ",\"checkpoint_id\":" + std::to_string(h.checkpoint_id);
+  out += ",\"created_at_ms\":" + std::to_string(h.created_at_ms);
+  out += ",\"max_parallelism\":" + std::to_string(h.max_parallelism);
+  out += ",\"chain_id\":" + std::to_string(h.chain_id);
+  out += ",\"chain\":[";
+  for (std::size_t k = 0; k < h.chain_nodes.size(); ++k) {
+    if (k) out += ',';
+    state::append_json_string(h.chain_nodes[k], out);
+  }
+  out += "],\"subtask\":" + std::to_string(h.subtask);
+  out += ",\"parallelism\":" + std::to_string(h.parallelism);
+  out += ",\"key_groups\":{\"first\":" + std::to_string(h.key_groups.first) +
+         ",\"end\":" + std::to_string(h.key_groups.end) + "}";
+  out += ",\"file_bytes\":" + std::to_string(r.file_size());
+  std::uint64_t raw = 0, compressed = 0;
+  for (const auto& s : r.segments()) {
+    raw += s.raw_length;
+    compressed += s.compressed_length;
+  }
+  out += ",\"raw_bytes\":" + std::to_string(raw);
+  out += ",\"compressed_bytes\":" + std::to_string(compressed);
+  out += ",\"segments\":[";
+  bool first = true;
+  for (const auto& s : r.segments()) {
+    if (!first) out += ',';
+    first = false;
+    out += "{\"node\":";
+    state::append_json_string(s.node, out);
+    out += ",\"kind\":\"" + std::string(state::segment_kind_name(s.kind)) + "\"";
+    out += ",\"key_group\":" + (s.kind == state::SegmentKind::Keyed ? std::to_string(s.key_group)
+                                                                    : std::string("null"));
+    out += ",\"offset\":" + std::to_string(s.offset);
+    out += ",\"raw_bytes\":" + std::to_string(s.raw_length);
+    out += ",\"compressed_bytes\":" + std::to_string(s.compressed_length);
+    out += ",\"xxh64\":\"" + hex64(s.checksum) + "\"}";
+  }
+  out += "]}\n";
+  std::cout << out;
+}
+
+// The files `verify` checks for one argument: the file itself, or every *.snap of a
+// directory (a checkpoint or savepoint directory), sorted by name.
+std::vector<fs::path> files_of(Context& ctx, const std::string& arg) {
+  std::error_code ec;
+  if (!fs::is_directory(arg, ec)) return {fs::path(arg)};
+  std::vector<fs::path> files;
+  for (fs::directory_iterator it(arg, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".snap") files.push_back(it->path());
+  if (ec) {
+    report(ctx, arg + ": cannot list the directory: " + ec.message());
+    return {};
+  }
+  if (files.empty()) report(ctx, arg + ": no *.snap file in the directory");
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+} // namespace
+
+void add_snapshot_command(CLI::App& app, Context& ctx) {
+  auto* snapshot = app.add_subcommand(
+      "snapshot", "Inspect or verify snapshot files (see streamctl-snapshot(5))");
+  snapshot->require_subcommand(1);
+
+  auto* inspect = snapshot->add_subcommand(
+      "inspect", "Print a snapshot file's header and its table of segments");
+  struct InspectOptions {
+    std::string file;
+    bool json = false;
+  };
+  auto io = std::make_shared<InspectOptions>();
+  inspect->add_option("FILE", io->file, "a snapshot file (*.snap)")->required();
+  inspect->add_flag("--json", io->json, "print one JSON object instead of text");
+  inspect->callback([&ctx, io] {
+    ctx.configure_logging("streamctl");
+    auto reader = state::SnapshotReader::open(io->file);
+    if (!reader) return report(ctx, reader.error());
+    if (io->json)
+      print_json(*reader);
+    else
+      print_text(*reader);
+    ctx.exit_code = 0;
+  });
+
+  auto* verify = snapshot->add_subcommand(
+      "verify",
+      "Read every segment of snapshot files and check every checksum; exit 3 if any is bad");
+  auto files = std::make_shared<std::vector<std::string>>();
+  verify
+      ->add_option("PATH", *files,
+                   "snapshot files, or checkpoint directories (every *.snap in them)")
+      ->required();
+  verify->callback([&ctx, files] {
+    ctx.configure_logging("streamctl");
+    ctx.exit_code = 0;
+    for (const auto& arg : *files) {
+      for (const auto& path : files_of(ctx, arg)) {
+        auto reader = state::SnapshotReader::open(path);
+        if (!reader) {
+          report(ctx, reader.error());
+          continue;
+        }
+        auto summary = reader->verify();
+        if (!summary) {
+          report(ctx, summary.error());
+          continue;
+        }
+        if (!ctx.global.quiet)
+          std::cout << path.string() << ": ok (" << summary->segments
+                    << (summary->segments == 1 ? " segment, " : " segments, ")
+                    << summary->file_bytes << " bytes)" << std::endl;
+      }
+    }
+  });
+}
+
+} // namespace streamctl::cli

@@ -1,0 +1,98 @@
+#include "pipeline/runtime/job_directory.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <fstream>
+#include <sstream>
+
+#include "state/batch.hpp"
+#include "state/error.hpp"
+#include "state/field_names.hpp"
+#include "state/json_reader.hpp"
+
+namespace streamctl::runtime {
+
+namespace {
+
+bool process_alive(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
+
+std::string string_of(const state::Value* v) {
+  return v && v->kind == state::Kind::String ? std::string(v->s, v->size) : std::string();
+}
+long int_of(const state::Value* v) { return v && v->kind == state::Kind::Int ? static_cast<long>(v->i) : 0; }
+
+const state::Value* member(const state::Value& map, state::FieldId name) {
+  if (map.kind != state::Kind::Map) return nullptr;
+  for (std::uint32_t k = 0; k < map.size; ++k)
+    if (map.map[k].name == name) return &map.map[k].value;
+  return nullptr;
+}
+
+std::optional<JobEntry> read_job(const std::filesystem::path& dir) {
+  std::ifstream in(dir / "job.json");
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string content = text.str(); // parsed strings point into it
+  state::FieldNames names;
+  state::Batch batch;
+  auto parsed = state::parse_json_value(content, names, batch);
+  if (!parsed || parsed->kind != state::Kind::Map) return std::nullopt;
+  const state::Value& job = *parsed;
+  JobEntry entry;
+  entry.dir = dir;
+  entry.id = string_of(member(job, names.intern("id")));
+  entry.name = string_of(member(job, names.intern("name")));
+  entry.state = string_of(member(job, names.intern("state")));
+  entry.started = string_of(member(job, names.intern("started")));
+  entry.updated = string_of(member(job, names.intern("updated")));
+  entry.coordinator_pid = int_of(member(job, names.intern("coordinator_pid")));
+  entry.control = string_of(member(job, names.intern("control")));
+  if (const state::Value* tasks = member(job, names.intern("tasks")); tasks && tasks->kind == state::Kind::Array)
+    for (std::uint32_t k = 0; k < tasks->size; ++k)
+      entry.tasks.push_back(JobTaskEntry{string_of(member(tasks->array[k], names.intern("task"))),
+                                         string_of(member(tasks->array[k], names.intern("host"))),
+                                         int_of(member(tasks->array[k], names.intern("pid")))});
+  if (entry.id.empty()) return std::nullopt;
+  if (entry.state == "running" && !process_alive(entry.coordinator_pid)) {
+    entry.state = "failed";
+    entry.lost = true;
+  }
+  return entry;
+}
+
+} // namespace
+
+std::vector<JobEntry> list_jobs(const std::filesystem::path& state_dir) {
+  std::vector<JobEntry> jobs;
+  std::error_code ec;
+  for (const auto& dir : std::filesystem::directory_iterator(state_dir / "jobs", ec))
+    if (auto job = read_job(dir.path())) jobs.push_back(std::move(*job));
+  std::sort(jobs.begin(), jobs.end(), [](const JobEntry& a, const JobEntry& b) {
+    return a.started != b.started ? a.started < b.started : a.id < b.id;
+  });
+  return jobs;
+}
+
+JobEntry find_job(const std::filesystem::path& state_dir, const std::string& job) {
+  std::vector<JobEntry> jobs = list_jobs(state_dir);
+  std::vector<JobEntry> named;
+  for (auto& j : jobs) {
+    if (j.id == job) return j;
+    if (j.name == job) named.push_back(j);
+  }
+  if (named.size() == 1) return named.front();
+  std::vector<JobEntry> running;
+  for (auto& j : named)
+    if (j.state == "running") running.push_back(j);
+  if (running.size() == 1) return running.front();
+  if (named.empty())
+    throw Error(ErrorKind::Usage, "no job '" + job + "' in " + (state_dir / "jobs").string() +
+                                      " (streamctl list shows the jobs)");
+  std::string ids;
+  for (const auto& j : named) ids += "\n  " + j.id + " (" + j.state + ")";
+  throw Error(ErrorKind::Usage, "several jobs are named '" + job + "'; give an id:" + ids);
+}
+
+} // namespace streamctl::runtime

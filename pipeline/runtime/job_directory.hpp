@@ -1,0 +1,39 @@
+#pragma once
+// The jobs registered under a state dir, as `streamctl list` and the commands that take a JOB
+// see them: read from each STATE_DIR/jobs/ID/job.json (written by JobRegistration).
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace streamctl::runtime {
+
+struct JobTaskEntry {
+  std::string task; // "clicks -> ok[1]"
+  std::string host;
+  long pid = 0;
+};
+
+struct JobEntry {
+  std::string id;
+  std::string name;
+  // As job.json says; a "running" job whose coordinator process is gone (killed) reads as
+  // "failed", with `lost` set.
+  std::string state;
+  bool lost = false;
+  std::string started; // RFC 3339, UTC
+  std::string updated;
+  long coordinator_pid = 0;
+  std::string control; // the coordinator's control endpoint
+  std::vector<JobTaskEntry> tasks;
+  std::filesystem::path dir;
+};
+
+// Every job of the state dir, oldest first; unreadable entries are skipped.
+std::vector<JobEntry> list_jobs(const std::filesystem::path& state_dir);
+
+// The job named by `job`: an id, or a name that exactly one job has (the newest running one
+// when several share it and one runs). Throws Error(Usage) naming the choices otherwise.
+JobEntry find_job(const std::filesystem::path& state_dir, const std::string& job);
+
+} // namespace streamctl::runtime
