@@ -69,6 +69,43 @@ void BloomFilter::clear() {
   if (words_) std::memset(words_.get(), 0, sizing_.bits / 8);
 }
 
+void BloomFilter::append_bytes(std::string& out) const {
+  const std::size_t n = sizing_.bits / 64;
+  const std::size_t at = out.size();
+  out.resize(at + n * 8);
+  char* p = out.data() + at;
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::uint64_t w = words_ ? words_[k] : 0;
+    for (int b = 0; b < 8; ++b)
+      *p++ = static_cast<char>((w >> (8 * b)) & 0xFF);
+  }
+}
+
+bool BloomFilter::load_bytes(std::string_view bytes) {
+  const std::size_t n = sizing_.bits / 64;
+  if (bytes.size() != n * 8) return false;
+  if (!words_) allocate();
+  for (std::size_t k = 0; k < n; ++k) {
+    std::uint64_t w = 0;
+    for (int b = 7; b >= 0; --b)
+      w = (w << 8) | static_cast<unsigned char>(bytes[k * 8 + static_cast<std::size_t>(b)]);
+    words_[k] = w;
+  }
+  return true;
+}
+
+bool KeyedBloomGenerations::restore_filter(std::uint32_t key_group, std::int64_t generation,
+                                           std::string_view bytes) {
+  if (!range_.contains(key_group) || generation == INT64_MIN) return false;
+  Slot& slot = groups_[key_group - range_.first].slots[static_cast<std::size_t>(generation & 1)];
+  if (slot.generation != INT64_MIN) return false;
+  if (!slot.filter.load_bytes(bytes)) return false;
+  slot.generation = generation;
+  // A filter restored below the held pair goes at the next release_expired().
+  if (current_ != INT64_MIN) released_at_ = INT64_MIN; // differs from current_: rescan
+  return true;
+}
+
 KeyedBloomGenerations::KeyedBloomGenerations(state::KeyGroupRange range,
                                              std::uint32_t max_parallelism,
                                              std::uint64_t expected_keys,

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "state/key_group.hpp"
@@ -75,6 +76,13 @@ public:
   }
   std::size_t memory_bytes() const { return words_ ? sizing_.bits / 8 : 0; }
 
+  // Appends the bit array as sizing().bits / 8 bytes, words little-endian (all zero before the
+  // first add): what a snapshot writes.
+  void append_bytes(std::string& out) const;
+  // Replaces the bit array with `bytes` as append_bytes wrote them; false (and nothing
+  // changed) when their length is not sizing().bits / 8.
+  bool load_bytes(std::string_view bytes);
+
 private:
   void allocate();
 
@@ -120,6 +128,11 @@ public:
     for (const auto& slot : g.slots)
       if (slot.filter.allocated() && held(slot.generation)) f(slot.generation, slot.filter);
   }
+
+  // For a restore: sets the filter of `generation` in `key_group` from BloomFilter::append_bytes
+  // output. False when the group already holds a filter in that generation's slot (generation
+  // & 1), the bytes do not fit this sizing, or the generation is INT64_MIN.
+  bool restore_filter(std::uint32_t key_group, std::int64_t generation, std::string_view bytes);
 
   const BloomFilter::Sizing& sizing() const { return sizing_; }
   state::KeyGroupRange key_group_range() const { return range_; }

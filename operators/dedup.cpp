@@ -3,13 +3,17 @@
 #include <limits>
 #include <optional>
 #include <sstream>
+#include <unordered_set>
+#include <vector>
 
 #include "operators/bloom_filter.hpp"
 #include "operators/key_fields.hpp"
 #include "pipeline/spec/pipeline_spec.hpp"
 #include "state/error.hpp"
 #include "state/key_group.hpp"
+#include "state/key_codec.hpp"
 #include "state/keyed_map.hpp"
+#include "state/state_codec.hpp"
 #include "state/timer_service.hpp"
 
 namespace streamctl::operators {
@@ -98,6 +102,161 @@ public:
       bloom_->advance(floor_div(now_ms, config_.within_ms));
       bloom_->release_expired();
     }
+  }
+
+  // --- Checkpointed state ---
+  //
+  // Key-group segment, method = "exact":
+  //   header    version 1, kind 'D'
+  //   zigzag    within (must match the restoring node's)
+  //   varint    key count; per key: bytes key (canonical key bytes), zigzag kept time
+  //   timers    (state_codec.hpp): the expiry timers, re-registered under hash_key_bytes(key)
+  // Key-group segment, method = "bloom":
+  //   header    version 1, kind 'B'
+  //   zigzag    within; varint filter bits; varint hash count (must match the node's sizing)
+  //   varint    filter count (0 to 2); per filter: zigzag generation, bits / 8 bytes (words
+  //             little-endian)
+  // Subtask state: exact has none (its expiry timers are keyed; the watermark only fires
+  // them). Bloom: header version 1, kind 'G', zigzag current generation (INT64_MIN before the
+  // first), 1 byte "records run on processing time"; a restore takes the highest generation
+  // of the old subtasks (all equal when the watermark drives them) and either flag.
+  bool has_state() const override { return true; }
+
+  void snapshot_key_group(std::uint32_t key_group, std::string& out) const override {
+    if (bloom_) {
+      if (!bloom_->key_group_range().contains(key_group)) return;
+      std::uint64_t n = 0;
+      bloom_->for_each_in_group(key_group, [&](std::int64_t, const BloomFilter&) { ++n; });
+      if (n == 0) return;
+      state::StateWriter w(out);
+      w.header('B');
+      w.zigzag(config_.within_ms);
+      w.varint(bloom_->sizing().bits);
+      w.varint(bloom_->sizing().hashes);
+      w.varint(n);
+      bloom_->for_each_in_group(key_group, [&](std::int64_t generation, const BloomFilter& f) {
+        w.zigzag(generation);
+        f.append_bytes(out);
+      });
+      return;
+    }
+    if (!kept_ || !kept_->key_group_range().contains(key_group)) return;
+    bool any_timer = false;
+    timers_->for_each_in_group(key_group, [&](const state::TimerView&) { any_timer = true; });
+    if (!any_timer && kept_->group_size(key_group) == 0) return;
+    state::StateWriter w(out);
+    w.header('D');
+    w.zigzag(config_.within_ms);
+    w.varint(kept_->group_size(key_group));
+    kept_->for_each_in_group(key_group, [&](std::string_view key, std::int64_t kept) {
+      w.bytes(key);
+      w.zigzag(kept);
+    });
+    w.timers(*timers_, key_group);
+  }
+
+  Result<void> restore_key_group(std::uint32_t key_group, std::string_view data) override {
+    const auto failed = [&](const std::string& why) -> Result<void> {
+      return fail("operator '" + (ctx_.node ? ctx_.node->name : std::string("?")) +
+                  "' (dedup): cannot restore key group " + std::to_string(key_group) + ": " + why);
+    };
+    state::StateReader r(data);
+    std::int64_t within = 0;
+    if (!r.header(config_.bloom ? 'B' : 'D') || !r.zigzag(within)) return failed(r.error());
+    if (within != config_.within_ms)
+      return failed("'within' was " + std::to_string(within) + "ms, this node's is " +
+                    std::to_string(config_.within_ms) + "ms");
+    if (bloom_) {
+      if (!bloom_->key_group_range().contains(key_group))
+        return failed("not a key group of this subtask");
+      std::uint64_t bits, hashes, n;
+      if (!r.varint(bits) || !r.varint(hashes) || !r.varint(n)) return failed(r.error());
+      if (bits != bloom_->sizing().bits || hashes != bloom_->sizing().hashes)
+        return failed("the Bloom filters were sized otherwise (expected_keys, "
+                      "false_positive_rate or max_parallelism changed)");
+      if (n > 2) return failed("more than two filters");
+      std::vector<std::pair<std::int64_t, std::string_view>> filters;
+      for (std::uint64_t k = 0; k < n; ++k) {
+        std::int64_t generation;
+        if (!r.zigzag(generation)) return failed(r.error());
+        if (r.remaining() < bits / 8) return failed("truncated");
+        filters.emplace_back(generation, r.rest().substr(0, bits / 8));
+        r.skip(bits / 8);
+      }
+      if (n == 2 && (filters[0].first & 1) == (filters[1].first & 1))
+        return failed("two filters for one slot");
+      if (!r.at_end()) return failed(std::to_string(r.remaining()) + " bytes after the state");
+      for (const auto& [generation, bytes] : filters)
+        if (!bloom_->restore_filter(key_group, generation, bytes))
+          return failed("a filter that does not fit (restored twice?)");
+      return {};
+    }
+    if (!kept_ || !kept_->key_group_range().contains(key_group))
+      return failed("not a key group of this subtask");
+    if (kept_->group_size(key_group) != 0) return failed("restored twice");
+    const std::uint32_t max_parallelism = kept_->max_parallelism();
+    std::uint64_t n;
+    if (!r.count(n, 2)) return failed(r.error());
+    struct Parsed {
+      std::string_view key;
+      std::uint64_t hash;
+      std::int64_t kept;
+    };
+    std::vector<Parsed> parsed;
+    parsed.reserve(n);
+    std::unordered_set<std::string_view> seen;
+    for (std::uint64_t k = 0; k < n; ++k) {
+      Parsed p{};
+      if (!r.bytes(p.key) || !r.zigzag(p.kept)) return failed(r.error());
+      if (!state::valid_key_bytes(p.key, *ctx_.names)) return failed("a malformed key");
+      p.hash = state::hash_key_bytes(p.key);
+      if (state::key_group_of(p.hash, max_parallelism) != key_group)
+        return failed("a key of another key group");
+      if (!seen.insert(p.key).second) return failed("a key twice");
+      parsed.push_back(p);
+    }
+    std::vector<state::StoredTimer> timers;
+    if (!r.timers(timers)) return failed(r.error());
+    for (const auto& t : timers)
+      if (state::key_group_of(state::hash_key_bytes(t.key), max_parallelism) != key_group)
+        return failed("a timer of another key group");
+    if (!r.at_end()) return failed(std::to_string(r.remaining()) + " bytes after the state");
+    for (const auto& p : parsed)
+      kept_->try_emplace(p.key, p.hash, p.kept);
+    for (const auto& t : timers) {
+      const std::uint64_t hash = state::hash_key_bytes(t.key);
+      if (t.domain == state::TimeDomain::EventTime)
+        timers_->register_event_time(t.key, hash, t.timestamp, t.tag);
+      else
+        timers_->register_processing_time(t.key, hash, t.timestamp, t.tag);
+    }
+    return {};
+  }
+
+  void snapshot_subtask_state(std::string& out) const override {
+    if (!bloom_) return;
+    state::StateWriter w(out);
+    w.header('G');
+    w.zigzag(bloom_->current());
+    w.u8(uses_processing_time_ ? 1 : 0);
+  }
+
+  Result<void> restore_subtask_state(const std::vector<std::string_view>& old_subtasks) override {
+    if (!bloom_) return {};
+    for (std::size_t k = 0; k < old_subtasks.size(); ++k) {
+      if (old_subtasks[k].empty()) continue;
+      state::StateReader r(old_subtasks[k]);
+      std::int64_t current;
+      std::uint8_t processing = 0;
+      if (!r.header('G') || !r.zigzag(current) || !r.u8(processing) || processing > 1 ||
+          !r.at_end())
+        return fail("operator '" + (ctx_.node ? ctx_.node->name : std::string("?")) +
+                    "' (dedup): cannot restore the state of old subtask " + std::to_string(k) +
+                    ": " + (r.error().empty() ? std::string("corrupt") : r.error()));
+      bloom_->advance(current);
+      uses_processing_time_ = uses_processing_time_ || processing == 1;
+    }
+    return {};
   }
 
 private:

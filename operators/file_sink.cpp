@@ -3,9 +3,12 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <optional>
+#include <set>
 #include <unistd.h>
 
 #include "operators/fd_writer.hpp"
+#include "operators/source_position.hpp"
 #include "operators/text_format.hpp"
 #include "operators/text_format_schema.hpp"
 
@@ -15,10 +18,48 @@ namespace {
 
 constexpr std::size_t kFlushBytes = 1 << 20;
 
+// What pre_commit appends, version 1 (integers little-endian, str = u32 length + bytes):
+//
+//   u8  version = 1
+//   u8  kind = 'K'
+//   u64 checkpoint id
+//   u32 subtask that wrote it
+//   u64 next part number that subtask would use
+//   u32 files: the part files prepared and not yet published, this checkpoint's and earlier
+//   per file: u64 checkpoint id it was prepared for, str final name (`part-<s>-<n>.<ext>`; the
+//             prepared file is the same name with a leading '.')
+constexpr std::uint8_t kSinkStateVersion = 1;
+
+struct Prepared {
+  std::uint64_t checkpoint = 0;
+  std::string name; // final name, in the sink's directory
+};
+
+// `part-<subtask>-<n>.<extension>`: the subtask and n, or nullopt for any other name.
+std::optional<std::pair<std::uint64_t, std::uint64_t>> parse_part_name(std::string_view name,
+                                                                     std::string_view extension) {
+  std::string_view rest = name;
+  if (rest.substr(0, 5) != "part-") return std::nullopt;
+  rest.remove_prefix(5);
+  std::uint64_t numbers[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    std::size_t digits = 0;
+    while (digits < rest.size() && digits < 18 && rest[digits] >= '0' && rest[digits] <= '9') {
+      numbers[k] = numbers[k] * 10 + static_cast<std::uint64_t>(rest[digits] - '0');
+      ++digits;
+    }
+    if (digits == 0 || digits == rest.size()) return std::nullopt;
+    if (rest[digits] != (k == 0 ? '-' : '.')) return std::nullopt;
+    rest.remove_prefix(digits + 1);
+  }
+  if (rest != extension) return std::nullopt;
+  return std::make_pair(numbers[0], numbers[1]);
+}
+
 class FileSink final : public Sink {
 public:
   FileSink(const pipeline::NodeSpec& node, state::FieldNames& names, std::filesystem::path dir)
-      : encoder_(node, names), dir_(std::move(dir)) {
+      : node_(node), names_(names), dir_(std::move(dir)) {
     std::string format = node.config["format"].value_or(std::string("json"));
     extension_ = format == "lines" ? "txt" : format;
   }
@@ -35,28 +76,175 @@ public:
       errno = ec.value();
       fail_io("cannot create directory", dir_);
     }
-    std::string prefix = "part-" + std::to_string(ctx.subtask) + "-";
-    int n = 0;
-    while (std::filesystem::exists(dir_ / (prefix + std::to_string(n) + "." + extension_)) ||
-           std::filesystem::exists(dir_ / ("." + prefix + std::to_string(n) + "." + extension_)))
-      ++n;
-    final_path_ = dir_ / (prefix + std::to_string(n) + "." + extension_);
-    temp_path_ = dir_ / ("." + prefix + std::to_string(n) + "." + extension_);
-    fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd_ < 0) fail_io("cannot create", temp_path_);
+    // The part file opens with the first write (or at finish), so that restore_pending, called
+    // after open, sees no file of this run among those a crash left behind.
   }
 
   void write(const state::Batch& in) override {
-    encoder_.encode(in, buffer_);
+    if (fd_ < 0) start_part();
+    encoder_->encode(in, buffer_);
     if (buffer_.size() >= kFlushBytes) flush();
   }
 
+  void pre_commit(std::uint64_t checkpoint_id, std::string& out) override {
+    if (fd_ >= 0 && (written_ > 0 || !buffer_.empty())) {
+      close_part();
+      sync_dir(); // the prepared file's name must survive a crash too
+      prepared_.push_back(Prepared{checkpoint_id, final_name_});
+    }
+    // An empty part stays in progress: no empty file per checkpoint.
+    PositionWriter w(out, kSinkStateVersion, 'K');
+    w.u64(checkpoint_id);
+    w.u32(static_cast<std::uint32_t>(ctx_.subtask));
+    w.u64(next_n_);
+    w.u32(static_cast<std::uint32_t>(prepared_.size()));
+    for (const auto& p : prepared_) {
+      w.u64(p.checkpoint);
+      w.str(p.name);
+    }
+  }
+
+  void commit(std::uint64_t checkpoint_id) override {
+    bool renamed = false;
+    std::vector<Prepared> rest;
+    for (auto& p : prepared_) {
+      if (p.checkpoint <= checkpoint_id) {
+        publish(p.name, false);
+        renamed = true;
+      } else {
+        rest.push_back(std::move(p));
+      }
+    }
+    prepared_ = std::move(rest);
+    if (renamed) {
+      published_any_ = true;
+      sync_dir();
+    }
+  }
+
+  Result<void> restore_pending(const std::vector<std::string_view>& old_subtasks) override {
+    // Parse everything before touching a file: a corrupt state changes nothing.
+    std::vector<std::vector<Prepared>> files(old_subtasks.size());
+    std::set<std::string> covered;
+    for (std::size_t s = 0; s < old_subtasks.size(); ++s) {
+      if (old_subtasks[s].empty()) continue;
+      PositionReader r(old_subtasks[s], "pending output of sink '" + ctx_.node->name + "' subtask " + std::to_string(s));
+      if (auto ok = r.header(kSinkStateVersion, 'K'); !ok) return ok;
+      auto checkpoint = r.u64();
+      if (!checkpoint) return Failure{checkpoint.error()};
+      auto subtask = r.u32();
+      if (!subtask) return Failure{subtask.error()};
+      if (*subtask != s) return r.failure("written by subtask " + std::to_string(*subtask));
+      auto next = r.u64();
+      if (!next) return Failure{next.error()};
+      auto count = r.u32();
+      if (!count) return Failure{count.error()};
+      if (*count > r.remaining() / 12) return r.failure("file count " + std::to_string(*count) + " exceeds the data");
+      for (std::uint32_t k = 0; k < *count; ++k) {
+        auto prepared_for = r.u64();
+        if (!prepared_for) return Failure{prepared_for.error()};
+        auto name = r.str(4096);
+        if (!name) return Failure{name.error()};
+        auto part = parse_part_name(*name, extension_);
+        if (!part || part->first != s) return r.failure("bad part file name '" + *name + "'");
+        if (*prepared_for > *checkpoint) return r.failure("'" + *name + "' prepared for a later checkpoint");
+        covered.insert(*name);
+        files[s].push_back(Prepared{*prepared_for, std::move(*name)});
+      }
+      if (auto ok = r.end(); !ok) return ok;
+      if (s % static_cast<std::size_t>(ctx_.parallelism) == static_cast<std::size_t>(ctx_.subtask))
+        next_n_ = std::max(next_n_, *next);
+    }
+    // This subtask publishes the files of the old subtasks dealt to it (s mod parallelism),
+    // so that no two new subtasks rename the same file.
+    auto mine = [&](std::uint64_t s) {
+      return s % static_cast<std::uint64_t>(ctx_.parallelism) == static_cast<std::uint64_t>(ctx_.subtask);
+    };
+    for (std::size_t s = 0; s < files.size(); ++s) {
+      if (!mine(s)) continue;
+      for (const auto& p : files[s])
+        if (auto ok = publish(p.name, true); !ok) return ok;
+    }
+    // Any other part in progress of those subtasks was written after the checkpoint: discard.
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+      std::string name = entry.path().filename().string();
+      bool in_progress = !name.empty() && name[0] == '.';
+      auto part = parse_part_name(std::string_view(name).substr(in_progress ? 1 : 0), extension_);
+      if (!part) continue;
+      // Never reuse a number seen here, even one deleted now: a straggler of the old run may
+      // still hold that file open.
+      if (part->first == static_cast<std::uint64_t>(ctx_.subtask)) next_n_ = std::max(next_n_, part->second + 1);
+      if (!in_progress || !mine(part->first) || covered.count(name.substr(1)) > 0) continue;
+      if (::unlink(entry.path().c_str()) != 0 && errno != ENOENT)
+        return fail("sink '" + ctx_.node->name + "': cannot delete '" + entry.path().string() +
+                    "': " + std::strerror(errno));
+    }
+    if (ec) return fail("sink '" + ctx_.node->name + "': cannot list '" + dir_.string() + "': " + ec.message());
+    sync_dir();
+    return {};
+  }
+
   void finish() override {
-    flush();
-    if (::fsync(fd_) != 0) fail_io("cannot fsync", temp_path_);
+    // Without checkpoints, the one part file; with them, what the last checkpoint left.
+    if (fd_ < 0 && prepared_.empty() && !published_any_) start_part();
+    if (fd_ >= 0) {
+      close_part();
+      prepared_.push_back(Prepared{0, final_name_});
+    }
+    for (const auto& p : prepared_) publish(p.name, false);
+    prepared_.clear();
+    published_any_ = true;
+    sync_dir();
+  }
+
+  void abort() override {
+    // Files prepared for a checkpoint stay: it may yet complete, and a restore publishes them.
+    if (fd_ < 0) return;
     ::close(fd_);
     fd_ = -1;
-    if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0) fail_io("cannot rename", temp_path_);
+    ::unlink((dir_ / ("." + final_name_)).c_str());
+  }
+
+private:
+  // Opens the next part file in progress, with a number no file of this subtask has.
+  void start_part() {
+    std::string prefix = "part-" + std::to_string(ctx_.subtask) + "-";
+    for (;; ++next_n_) {
+      std::string name = prefix + std::to_string(next_n_) + "." + extension_;
+      if (std::filesystem::exists(dir_ / name)) continue;
+      fd_ = ::open((dir_ / ("." + name)).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd_ < 0 && errno == EEXIST) continue;
+      if (fd_ < 0) fail_io("cannot create", dir_ / ("." + name));
+      final_name_ = name;
+      ++next_n_;
+      written_ = 0;
+      encoder_.emplace(node_, names_); // a csv part starts with its header
+
+      return;
+    }
+  }
+
+  // Flushes, fsyncs and closes the part in progress.
+  void close_part() {
+    flush();
+    if (::fsync(fd_) != 0) fail_io("cannot fsync", dir_ / ("." + final_name_));
+    ::close(fd_);
+    fd_ = -1;
+  }
+
+  // Renames `.name` to `name`. With `restoring`, a file already renamed is fine and a missing
+  // one a failure; otherwise a failure throws.
+  Result<void> publish(const std::string& name, bool restoring) {
+    std::filesystem::path temp = dir_ / ("." + name);
+    std::filesystem::path final_path = dir_ / name;
+    if (::rename(temp.c_str(), final_path.c_str()) == 0) return {};
+    if (errno == ENOENT && std::filesystem::exists(final_path)) return {};
+    if (!restoring) fail_io("cannot rename", temp);
+    return fail("sink '" + ctx_.node->name + "': cannot publish '" + temp.string() + "': " + std::strerror(errno));
+  }
+
+  void sync_dir() {
     int dir_fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir_fd >= 0) {
       ::fsync(dir_fd);
@@ -64,17 +252,11 @@ public:
     }
   }
 
-  void abort() override {
-    if (fd_ < 0) return;
-    ::close(fd_);
-    fd_ = -1;
-    ::unlink(temp_path_.c_str());
-  }
-
-private:
   void flush() {
+    if (buffer_.empty()) return;
     auto written = write_all(fd_, buffer_);
-    if (!written) fail_io("cannot write", temp_path_);
+    if (!written) fail_io("cannot write", dir_ / ("." + final_name_));
+    written_ += buffer_.size();
     buffer_.clear();
   }
 
@@ -83,11 +265,17 @@ private:
                                           "': " + std::strerror(errno));
   }
 
-  LineEncoder encoder_;
+  const pipeline::NodeSpec& node_;
+  state::FieldNames& names_;
+  std::optional<LineEncoder> encoder_; // of the part in progress
   std::filesystem::path dir_;
   std::string extension_;
-  std::filesystem::path final_path_, temp_path_;
-  int fd_ = -1;
+  std::string final_name_;         // of the part in progress
+  int fd_ = -1;                    // the part in progress, or -1
+  std::uint64_t written_ = 0;      // bytes written to it
+  std::uint64_t next_n_ = 0;       // the next part number to try
+  std::vector<Prepared> prepared_; // closed, fsynced, waiting for their checkpoint
+  bool published_any_ = false;
   std::string buffer_;
 };
 

@@ -1,11 +1,13 @@
 #include "operators/generator_source.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstring>
 #include <optional>
 
 #include "operators/nexmark.hpp"
+#include "operators/source_position.hpp"
 #include "pipeline/spec/units.hpp"
 #include "state/error.hpp"
 
@@ -24,6 +26,46 @@ std::uint64_t mix(std::uint64_t x) {
 }
 
 enum class Profile { Counter, Clicks, Nexmark };
+
+// Which sequence numbers were emitted before a restore. Subtask j of p emits j, j + p, ... in
+// order, so what a job emitted is a set of cursors: n was emitted when n < next[n % p]. A
+// restore at another parallelism adds a layer; a layer is dropped once every number it holds
+// lies below the smallest cursor of another.
+struct Layer {
+  std::vector<std::uint64_t> next; // by subtask; next[j] % size() == j
+  bool holds(std::uint64_t n) const { return n < next[n % next.size()]; }
+  std::uint64_t min() const { return *std::min_element(next.begin(), next.end()); }
+  std::uint64_t max() const { return *std::max_element(next.begin(), next.end()); }
+};
+
+// Position of a generator subtask, version 1 (integers little-endian):
+//
+//   u8  version = 1
+//   u8  kind = 'G'
+//   u32 parallelism p of the subtask's node
+//   u32 subtask i
+//   u64 next     the next sequence number it would try (next % p == i): every number of its
+//                share below it was emitted, by it or before the restore it started from
+//   u32 layers   what was emitted before that restore, when the subtask has not passed it
+//   per layer:   u32 q, then q x u64 next[j] (next[j] % q == j), meaning n was emitted when
+//                n < next[n % q]
+constexpr std::uint8_t kGeneratorPositionVersion = 1;
+constexpr std::uint32_t kMaxParallelism = 1 << 16;
+constexpr std::uint32_t kMaxLayers = 1024;
+
+Result<Layer> read_layer(PositionReader& r, std::uint32_t q) {
+  if (q == 0 || q > kMaxParallelism) return r.failure("bad parallelism " + std::to_string(q));
+  if (r.remaining() / 8 < q) return r.failure("truncated");
+  Layer layer;
+  layer.next.reserve(q);
+  for (std::uint32_t j = 0; j < q; ++j) {
+    auto n = r.u64();
+    if (!n) return Failure{n.error()};
+    if (*n % q != j) return r.failure("cursor " + std::to_string(*n) + " is not of subtask " + std::to_string(j));
+    layer.next.push_back(*n);
+  }
+  return layer;
+}
 
 class GeneratorSource final : public Source {
 public:
@@ -68,6 +110,80 @@ public:
       never_ = nexmark_kind(next_ + k * step_) != *only_;
   }
 
+  void snapshot_position(std::string& out) const override {
+    PositionWriter w(out, kGeneratorPositionVersion, 'G');
+    w.u32(static_cast<std::uint32_t>(step_));
+    w.u32(static_cast<std::uint32_t>(ctx_.subtask));
+    w.u64(next_);
+    w.u32(static_cast<std::uint32_t>(before_.size()));
+    for (const auto& layer : before_) {
+      w.u32(static_cast<std::uint32_t>(layer.next.size()));
+      for (std::uint64_t n : layer.next) w.u64(n);
+    }
+  }
+
+  Result<void> restore_position(const std::vector<std::string_view>& old_subtasks) override {
+    std::string what = "position of source '" + ctx_.node->name + "'";
+    if (old_subtasks.empty() || old_subtasks.size() > kMaxParallelism)
+      return fail(what + ": bad number of old subtasks " + std::to_string(old_subtasks.size()));
+    bool all_empty = std::all_of(old_subtasks.begin(), old_subtasks.end(), [](auto p) { return p.empty(); });
+    if (all_empty) return {}; // nothing was emitted
+    auto q = static_cast<std::uint32_t>(old_subtasks.size());
+    std::vector<Layer> layers;
+    Layer newest;
+    for (std::uint32_t s = 0; s < q; ++s) {
+      PositionReader r(old_subtasks[s], what + " subtask " + std::to_string(s));
+      if (old_subtasks[s].empty()) return r.failure("missing");
+      if (auto ok = r.header(kGeneratorPositionVersion, 'G'); !ok) return ok;
+      auto p = r.u32();
+      if (!p) return Failure{p.error()};
+      auto index = r.u32();
+      if (!index) return Failure{index.error()};
+      if (*p != q || *index != s)
+        return r.failure("written by subtask " + std::to_string(*index) + " of " + std::to_string(*p));
+      auto next = r.u64();
+      if (!next) return Failure{next.error()};
+      if (*next % q != s) return r.failure("cursor " + std::to_string(*next) + " is not of this subtask");
+      newest.next.push_back(*next);
+      auto count = r.u32();
+      if (!count) return Failure{count.error()};
+      if (*count > kMaxLayers) return r.failure("too many layers");
+      for (std::uint32_t k = 0; k < *count; ++k) {
+        auto lq = r.u32();
+        if (!lq) return Failure{lq.error()};
+        auto layer = read_layer(r, *lq);
+        if (!layer) return Failure{layer.error()};
+        if (std::none_of(layers.begin(), layers.end(), [&](const Layer& l) { return l.next == layer->next; }))
+          layers.push_back(std::move(*layer));
+      }
+      if (auto ok = r.end(); !ok) return ok;
+      if (layers.size() > kMaxLayers) return r.failure("too many layers");
+    }
+    layers.push_back(std::move(newest));
+    // Drop each layer that another's smallest cursor covers entirely.
+    for (bool dropped = true; dropped;) {
+      dropped = false;
+      for (std::size_t a = 0; a < layers.size() && !dropped; ++a)
+        for (std::size_t b = 0; b < layers.size() && !dropped; ++b)
+          if (a != b && layers[b].min() >= layers[a].max()) {
+            layers.erase(layers.begin() + static_cast<std::ptrdiff_t>(a));
+            dropped = true;
+          }
+    }
+    before_ = std::move(layers);
+    // Every number below the largest smallest cursor was emitted: start at this subtask's
+    // first number from there, and skip what was emitted after it.
+    std::uint64_t floor = 0;
+    for (const auto& layer : before_) floor = std::max(floor, layer.min());
+    std::uint64_t start = floor - floor % step_ + next_ % step_;
+    if (start < floor) start += step_;
+    next_ = std::max(next_, start);
+    before_max_ = 0;
+    for (const auto& layer : before_) before_max_ = std::max(before_max_, layer.max());
+    skip_emitted();
+    return {};
+  }
+
   SourceStatus poll(state::Batch& out, std::size_t max_records) override {
     if (never_) return SourceStatus::End;
     std::uint64_t n = max_records;
@@ -82,6 +198,10 @@ public:
       if (bounded_ && next_ >= count_) break;
       std::uint64_t k = next_;
       next_ += step_;
+      if (!before_.empty()) {
+        if (emitted_before(k)) continue;
+        skip_emitted();
+      }
       if (only_ && nexmark_kind(k) != *only_) continue;
       make_record(k, out);
       ++made;
@@ -92,6 +212,15 @@ public:
   }
 
 private:
+  bool emitted_before(std::uint64_t n) const {
+    return std::any_of(before_.begin(), before_.end(), [n](const Layer& l) { return l.holds(n); });
+  }
+  // Moves next_ past the numbers emitted before the restore; forgets them once past all.
+  void skip_emitted() {
+    while (!before_.empty() && next_ < before_max_ && emitted_before(next_)) next_ += step_;
+    if (next_ >= before_max_) before_.clear();
+  }
+
   void make_record(std::uint64_t n, state::Batch& out) {
     if (profile_ == Profile::Nexmark) {
       make_nexmark_event(seed_, n, NexmarkClock{start_time_, interval_ms_}, *nexmark_fields_,
@@ -136,6 +265,8 @@ private:
   std::uint64_t next_ = 0;
   std::uint64_t step_ = 1;
   std::uint64_t emitted_ = 0;
+  std::vector<Layer> before_;     // emitted before the restore this subtask started from
+  std::uint64_t before_max_ = 0;  // every number at or above it is not in before_
   std::chrono::steady_clock::time_point started_;
   state::FieldId seq_, ts_, user_, page_, status_, bytes_;
   std::optional<NexmarkFields> nexmark_fields_; // for profile nexmark

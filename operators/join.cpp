@@ -5,6 +5,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "operators/bad_record.hpp"
@@ -16,6 +17,7 @@
 #include "state/key_codec.hpp"
 #include "state/key_group.hpp"
 #include "state/keyed_map.hpp"
+#include "state/state_codec.hpp"
 #include "state/timer_service.hpp"
 
 namespace streamctl::operators {
@@ -134,7 +136,280 @@ public:
     return size;
   }
 
+  // --- Checkpointed state ---
+  //
+  // A group body (what one key group holds):
+  //   varint    entry count
+  //   per entry:
+  //     bytes   the join key (canonical key bytes)
+  //     zigzag  window start (window join only)
+  //     twice (left, then right): records (state_codec.hpp: a batch with field names, each
+  //             record stamped with its time)
+  //     interval join only, twice: zigzag the side's cleanup timer (INT64_MIN: none), 1 byte
+  //             its domain
+  //   timers    (state_codec.hpp): key bytes, tag = window start (window join) or side
+  //             (interval join); re-registered under hash_key_bytes(key), as on insert
+  //
+  // strategy = "hash": a key-group segment is header (version 1, kind 'J'), 1 byte form (0
+  // window join, 1 interval join), a group body. The subtask state is header (version 1, kind
+  // 'M') and zigzag the watermark (the lateness of a record depends on it and the runtime does
+  // not replay it; a restore takes the lowest of the old subtasks', all equal under aligned
+  // barriers).
+  //
+  // strategy = "broadcast": the state is not partitioned by key group (a subtask's left
+  // records carry any key, and every subtask holds all right records), so it is all subtask
+  // state: header (version 1, kind 'X'), 1 byte form, zigzag the watermark, varint group
+  // count, per group: varint key group, a group body. A restore at a new parallelism p gives
+  // new subtask s the right records of old subtask 0 (the same in every old subtask) and the
+  // left records of every old subtask j with j % p == s, with the timers that go with them.
+  bool has_state() const override { return true; }
+
+  void snapshot_key_group(std::uint32_t key_group, std::string& out) const override {
+    if (config_.broadcast || !entries_ || !entries_->key_group_range().contains(key_group)) return;
+    if (!group_has_state(key_group)) return;
+    state::StateWriter w(out);
+    w.header('J');
+    w.u8(config_.window ? 0 : 1);
+    write_group(key_group, w);
+  }
+
+  void snapshot_subtask_state(std::string& out) const override {
+    if (!timers_) return;
+    state::StateWriter w(out);
+    if (!config_.broadcast) {
+      w.header('M');
+      w.zigzag(timers_->current_watermark());
+      return;
+    }
+    w.header('X');
+    w.u8(config_.window ? 0 : 1);
+    w.zigzag(timers_->current_watermark());
+    const state::KeyGroupRange range = entries_->key_group_range();
+    std::uint64_t groups = 0;
+    for (std::uint32_t kg = range.first; kg < range.end; ++kg)
+      groups += group_has_state(kg) ? 1 : 0;
+    w.varint(groups);
+    for (std::uint32_t kg = range.first; kg < range.end; ++kg) {
+      if (!group_has_state(kg)) continue;
+      w.varint(kg);
+      write_group(kg, w);
+    }
+  }
+
+  Result<void> restore_key_group(std::uint32_t key_group, std::string_view data) override {
+    const auto failed = [&](const std::string& why) -> Result<void> {
+      return restore_failure("key group " + std::to_string(key_group), why);
+    };
+    if (config_.broadcast)
+      return failed("a broadcast join keeps no state by key group (it is subtask state)");
+    if (!entries_->key_group_range().contains(key_group))
+      return failed("not a key group of this subtask");
+    if (group_has_state(key_group)) return failed("restored twice");
+    state::StateReader r(data);
+    std::uint8_t form;
+    if (!r.header('J') || !r.u8(form)) return failed(r.error());
+    if (form != (config_.window ? 0 : 1))
+      return failed(form == 0 ? "the state of a window join, this is an interval join"
+                              : "the state of an interval join, this is a window join");
+    ParsedGroup group;
+    if (!parse_group(r, key_group, group)) return failed(r.error());
+    if (!r.at_end()) return failed(std::to_string(r.remaining()) + " bytes after the state");
+    apply(group, true, true);
+    return {};
+  }
+
+  Result<void> restore_subtask_state(const std::vector<std::string_view>& old_subtasks) override {
+    std::optional<std::int64_t> watermark;
+    std::vector<ParsedGroup> groups;
+    for (std::size_t j = 0; j < old_subtasks.size(); ++j) {
+      if (old_subtasks[j].empty()) continue;
+      const auto failed = [&](const std::string& why) -> Result<void> {
+        return restore_failure("the state of old subtask " + std::to_string(j), why);
+      };
+      state::StateReader r(old_subtasks[j]);
+      std::int64_t w = kMin;
+      if (!config_.broadcast) {
+        if (!r.header('M') || !r.zigzag(w)) return failed(r.error());
+      } else {
+        std::uint8_t form;
+        if (!r.header('X') || !r.u8(form) || !r.zigzag(w)) return failed(r.error());
+        if (form != (config_.window ? 0 : 1))
+          return failed(form == 0 ? "the state of a window join, this is an interval join"
+                                  : "the state of an interval join, this is a window join");
+        const bool take_right = j == 0;
+        const bool take_left = static_cast<int>(j % static_cast<std::size_t>(ctx_.parallelism)) ==
+                               ctx_.subtask;
+        std::uint64_t n;
+        if (!r.count(n, 2)) return failed(r.error());
+        std::unordered_set<std::uint64_t> seen;
+        for (std::uint64_t k = 0; k < n; ++k) {
+          std::uint64_t kg;
+          if (!r.varint(kg)) return failed(r.error());
+          if (!entries_->key_group_range().contains(static_cast<std::uint32_t>(kg)) ||
+              kg > UINT32_MAX || !seen.insert(kg).second)
+            return failed("a bad key group number " + std::to_string(kg));
+          ParsedGroup g;
+          if (!parse_group(r, static_cast<std::uint32_t>(kg), g)) return failed(r.error());
+          g.take[0] = take_left;
+          g.take[1] = take_right;
+          if (take_left || take_right) groups.push_back(std::move(g));
+        }
+      }
+      if (!r.at_end()) return failed(std::to_string(r.remaining()) + " bytes after the state");
+      watermark = watermark ? std::min(*watermark, w) : w;
+    }
+    if (watermark) timers_->restore_current_time(state::TimeDomain::EventTime, *watermark);
+    for (auto& g : groups)
+      apply(g, g.take[0], g.take[1]);
+    return {};
+  }
+
 private:
+  struct ParsedEntry {
+    std::string_view key;
+    std::uint64_t hash = 0;
+    std::int64_t start = 0;
+    state::Batch sides[2];
+    std::int64_t timer[2] = {kNoTimer, kNoTimer};
+    state::TimeDomain timer_domain[2] = {state::TimeDomain::EventTime,
+                                         state::TimeDomain::EventTime};
+  };
+  struct ParsedGroup {
+    std::vector<ParsedEntry> entries;
+    std::vector<state::StoredTimer> timers;
+    bool take[2] = {true, true};
+  };
+
+  Failure restore_failure(const std::string& what, const std::string& why) const {
+    return fail("operator '" + (ctx_.node ? ctx_.node->name : std::string("?")) +
+                "' (join): cannot restore " + what + ": " + why);
+  }
+
+  bool group_has_state(std::uint32_t key_group) const {
+    if (entries_->group_size(key_group) != 0) return true;
+    bool any = false;
+    timers_->for_each_in_group(key_group, [&](const state::TimerView&) { any = true; });
+    return any;
+  }
+
+  void write_group(std::uint32_t key_group, state::StateWriter& w) const {
+    w.varint(entries_->group_size(key_group));
+    entries_->for_each_in_group(key_group, [&](std::string_view map_key, const JoinEntry& entry) {
+      std::string_view key = map_key;
+      if (config_.window) {
+        std::int64_t start;
+        std::memcpy(&start, map_key.data() + map_key.size() - 8, 8);
+        key = map_key.substr(0, map_key.size() - 8);
+        w.bytes(key);
+        w.zigzag(start);
+      } else {
+        w.bytes(key);
+      }
+      for (int side = 0; side < 2; ++side) {
+        state::Batch batch;
+        entry.sides[side].for_each([&](std::int64_t time, std::string_view body) {
+          batch.add_shared(decode_stored_record(body, time, batch.arena()));
+        });
+        w.records(batch, *ctx_.names);
+      }
+      if (!config_.window)
+        for (int side = 0; side < 2; ++side) {
+          w.zigzag(entry.timer[side]);
+          w.u8(static_cast<std::uint8_t>(entry.timer_domain[side]));
+        }
+    });
+    w.timers(*timers_, key_group);
+  }
+
+  // Reads and checks a group body of `key_group`; r.error() says why when false.
+  bool parse_group(state::StateReader& r, std::uint32_t key_group, ParsedGroup& g) {
+    const std::uint32_t max_parallelism = entries_->max_parallelism();
+    std::uint64_t n;
+    if (!r.count(n, 3)) return false;
+    g.entries.clear();
+    g.entries.reserve(n);
+    std::unordered_set<std::string> seen;
+    for (std::uint64_t k = 0; k < n; ++k) {
+      ParsedEntry& e = g.entries.emplace_back();
+      if (!r.bytes(e.key)) return false;
+      if (config_.window && !r.zigzag(e.start)) return false;
+      if (!state::valid_key_bytes(e.key, *ctx_.names) || e.key == null_key_)
+        return r.fail("a malformed join key");
+      e.hash = state::hash_key_bytes(e.key);
+      if (state::key_group_of(e.hash, max_parallelism) != key_group)
+        return r.fail("a key of another key group");
+      if (config_.window && floor_mod(e.start, config_.window->slide) != 0)
+        return r.fail("a window start that is not aligned");
+      std::string map_key(e.key);
+      if (config_.window) window_key(e.key, e.start, map_key);
+      if (!seen.insert(map_key).second) return r.fail("an entry twice");
+      for (int side = 0; side < 2; ++side) {
+        if (!r.records(*ctx_.names, e.sides[side])) return false;
+        for (const auto& record : e.sides[side])
+          if (record.timestamp == state::kNoTimestamp) return r.fail("a record without its time");
+      }
+      if (!config_.window)
+        for (int side = 0; side < 2; ++side) {
+          std::uint8_t domain;
+          if (!r.zigzag(e.timer[side]) || !r.u8(domain)) return false;
+          if (domain > 1) return r.fail("a bad timer domain");
+          e.timer_domain[side] = static_cast<state::TimeDomain>(domain);
+        }
+    }
+    if (!r.timers(g.timers)) return false;
+    for (const auto& t : g.timers) {
+      if (state::key_group_of(state::hash_key_bytes(t.key), max_parallelism) != key_group)
+        return r.fail("a timer of another key group");
+      if (!config_.window && t.tag != 0 && t.tag != 1) return r.fail("a timer of no side");
+    }
+    return true;
+  }
+
+  // Adds the parsed state of a group: the records of the sides taken, and the timers that go
+  // with them (re-registered under hash_key_bytes of their key, as on insert).
+  void apply(ParsedGroup& g, bool take_left, bool take_right) {
+    const bool take[2] = {take_left, take_right};
+    std::string map_key;
+    for (ParsedEntry& e : g.entries) {
+      const bool both = take_left && take_right;
+      const bool any = (take_left && !e.sides[0].empty()) || (take_right && !e.sides[1].empty());
+      if (!both && !any) continue;
+      map_key.assign(e.key);
+      if (config_.window) window_key(e.key, e.start, map_key);
+      JoinEntry& entry = entries_->get_or_insert(map_key, e.hash);
+      for (int side = 0; side < 2; ++side) {
+        if (!take[side]) continue;
+        for (const auto& record : e.sides[side])
+          entry.sides[side].add(record.timestamp, record);
+        if (!config_.window && e.timer[side] != kNoTimer &&
+            (entry.timer[side] == kNoTimer ||
+             (entry.timer_domain[side] == e.timer_domain[side] && e.timer[side] < entry.timer[side]))) {
+          entry.timer[side] = e.timer[side];
+          entry.timer_domain[side] = e.timer_domain[side];
+        }
+      }
+    }
+    for (const auto& t : g.timers) {
+      if (!config_.window && !take[t.tag]) continue;
+      const std::uint64_t hash = state::hash_key_bytes(t.key);
+      if (config_.window) {
+        window_key(t.key, t.tag, map_key);
+        if (!entries_->contains(map_key, hash)) continue;
+      } else if (!entries_->contains(t.key, hash)) {
+        continue;
+      }
+      if (t.domain == state::TimeDomain::EventTime)
+        timers_->register_event_time(t.key, hash, t.timestamp, t.tag);
+      else
+        timers_->register_processing_time(t.key, hash, t.timestamp, t.tag);
+    }
+  }
+
+  static std::int64_t floor_mod(std::int64_t t, std::int64_t d) {
+    std::int64_t m = t % d;
+    return m < 0 ? m + d : m;
+  }
+
   // Sets key_ and hash_ to the join key of `record`; false when the record joins nothing: a
   // null key (silently) or a key expression that fails (reported).
   bool key_of(int side, const state::Record& record) {

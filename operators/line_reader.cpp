@@ -10,8 +10,9 @@
 
 namespace streamctl::operators {
 
-LineReader::LineReader(int fd, std::size_t chunk_bytes)
-    : fd_(fd), chunk_bytes_(chunk_bytes), chunk_(std::make_shared<std::vector<char>>(chunk_bytes)) {}
+LineReader::LineReader(int fd, std::size_t chunk_bytes, std::uint64_t offset, std::uint64_t line_number)
+    : fd_(fd), chunk_bytes_(chunk_bytes), chunk_(std::make_shared<std::vector<char>>(chunk_bytes)),
+      line_number_(line_number), start_offset_(offset) {}
 
 std::optional<std::string_view> LineReader::next_line() {
   if (begin_ == end_) return std::nullopt;
@@ -61,9 +62,11 @@ LineReader::Fill LineReader::fill(bool wait) {
     ssize_t n = ::read(fd_, chunk_->data() + end_, chunk_->size() - end_);
     if (n > 0) {
       end_ += static_cast<std::size_t>(n);
+      bytes_read_ += static_cast<std::uint64_t>(n);
       return Fill::Read;
     }
     if (n == 0) {
+      if (growing_) return Fill::WouldBlock;
       eof_ = true;
       return Fill::End;
     }

@@ -19,8 +19,10 @@ class LineReader {
 public:
   enum class Fill { Read, WouldBlock, End };
 
-  // Does not take ownership of `fd`.
-  explicit LineReader(int fd, std::size_t chunk_bytes = 1 << 20);
+  // Does not take ownership of `fd`. A reader resumed from a checkpoint starts with `fd`
+  // already at byte `offset` of its input, `line_number` lines having been read before it.
+  explicit LineReader(int fd, std::size_t chunk_bytes = 1 << 20, std::uint64_t offset = 0,
+                      std::uint64_t line_number = 0);
 
   // The next complete line, without its "\n" (and "\r"), or nullopt when none is buffered.
   // After End, the last unterminated line is returned as a line too.
@@ -33,6 +35,12 @@ public:
   std::shared_ptr<const void> chunk() const { return chunk_; }
   // 1-based number of the line last returned.
   std::uint64_t line_number() const { return line_number_; }
+  // Bytes of the input consumed by the lines returned so far (the offset to resume from):
+  // always the end of a line, never inside one, whatever the chunks hold.
+  std::uint64_t offset() const { return start_offset_ + bytes_read_ - (end_ - begin_); }
+  // While `growing` (a spool file another party appends to), a read of zero bytes means "not
+  // yet" (WouldBlock), not the end of the input.
+  void set_growing(bool growing) { growing_ = growing; }
 
 private:
   int fd_;
@@ -41,7 +49,10 @@ private:
   std::size_t begin_ = 0; // first unconsumed byte
   std::size_t end_ = 0;   // one past the last byte read
   bool eof_ = false;
+  bool growing_ = false;
   std::uint64_t line_number_ = 0;
+  std::uint64_t start_offset_ = 0;
+  std::uint64_t bytes_read_ = 0;
 };
 
 } // namespace streamctl::operators

@@ -4,7 +4,12 @@ namespace streamctl::operators {
 
 LineSource::LineSource(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
                        state::FieldNames& names)
-    : decoder_(spec, node, names) {}
+    : spec_(spec), node_(node), names_(names), decoder_(std::in_place, spec, node, names) {}
+
+std::optional<LineProgress> LineSource::current_progress() const {
+  if (!reader_) return std::nullopt;
+  return LineProgress{reader_->offset(), reader_->line_number(), header_};
+}
 
 SourceStatus LineSource::poll(state::Batch& out, std::size_t max_records) {
   if (done_) return SourceStatus::End;
@@ -12,21 +17,33 @@ SourceStatus LineSource::poll(state::Batch& out, std::size_t max_records) {
   const void* retained_chunk = nullptr; // records point into the lines: keep their chunk alive
   while (produced < max_records) {
     if (!reader_) {
-      fd_ = open_next_input();
-      if (fd_ < 0) {
+      auto input = open_next_input();
+      if (!input) {
         done_ = true;
         return produced > 0 ? SourceStatus::Data : SourceStatus::End;
       }
-      reader_.emplace(fd_);
+      fd_ = input->fd;
+      reader_.emplace(fd_, std::size_t{1} << 20, input->from.offset, input->from.line);
+      // A fresh decoder per input: its csv header is its own. A resumed input tells the
+      // decoder the header it read before the checkpoint (it appends no record).
+      if (!decoder_) decoder_.emplace(spec_, node_, names_);
+      header_ = input->from.header;
+      if (!header_.empty()) {
+        state::Batch scratch;
+        (void)decoder_->decode(header_, scratch);
+      }
     }
     auto line = reader_->next_line();
     if (!line) {
       if (reader_->at_end()) {
-        close_input(fd_);
+        close_input(fd_, LineProgress{reader_->offset(), reader_->line_number(), header_});
         reader_.reset();
+        decoder_.reset();
+        header_.clear();
         fd_ = -1;
         continue;
       }
+      reader_->set_growing(input_may_grow());
       auto fill = reader_->fill(blocking_reads());
       if (fill == LineReader::Fill::WouldBlock)
         return produced > 0 ? SourceStatus::Data : SourceStatus::Idle;
@@ -38,8 +55,10 @@ SourceStatus LineSource::poll(state::Batch& out, std::size_t max_records) {
       retained_chunk = reader_->chunk().get();
     }
     std::size_t before = out.size();
-    auto decoded = decoder_.decode(*line, out);
+    auto decoded = decoder_->decode(*line, out);
     if (!decoded) ctx_.errors->bad_record(*line, reader_->line_number(), decoded.error());
+    // Only a csv header line decodes to no record: remember it for a resumed reader.
+    else if (out.size() == before && header_.empty()) header_ = std::string(*line);
     produced += out.size() - before;
   }
   return SourceStatus::Data;

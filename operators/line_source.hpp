@@ -1,6 +1,11 @@
 #pragma once
 // What the stdin and file sources share: lines from file descriptors, decoded per `format`,
 // bad lines handed to `on_error` with their line number.
+//
+// Each input gets its own decoder, so that every csv file of a glob has its header line read
+// as a header. For rewinding, the source can ask where the current input is (bytes and lines
+// consumed, always whole lines, and the csv header line read so far), and an input can be
+// opened part-way with that progress.
 
 #include <memory>
 #include <optional>
@@ -12,6 +17,15 @@
 
 namespace streamctl::operators {
 
+// How far an input has been read: `offset` bytes (the end of a line), `line` lines (blank ones
+// included), and the csv header line when one has been consumed (empty otherwise), which a
+// reader resuming at `offset` must be told again.
+struct LineProgress {
+  std::uint64_t offset = 0;
+  std::uint64_t line = 0;
+  std::string header;
+};
+
 class LineSource : public Source {
 public:
   LineSource(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node, state::FieldNames& names);
@@ -19,16 +33,30 @@ public:
   int readiness_fd() const override { return fd_; }
 
 protected:
-  // Opens the next input and returns its fd, or -1 when there are no more inputs.
-  virtual int open_next_input() = 0;
-  // Called when the current input is exhausted (close it).
-  virtual void close_input(int fd) = 0;
+  struct Input {
+    int fd = -1;           // positioned at `from.offset`
+    LineProgress from;     // where a restored input resumes; zero for a fresh one
+  };
+  // Opens the next input, or returns nullopt when there are no more inputs.
+  virtual std::optional<Input> open_next_input() = 0;
+  // Called when the current input is exhausted (close it); `at` is its final progress.
+  virtual void close_input(int fd, const LineProgress& at) = 0;
   // Whether reads may block (false for stdin, which may be a terminal or a slow pipe).
   virtual bool blocking_reads() const = 0;
+  // Whether the current input may still grow, so that reading zero bytes is not its end (a
+  // spool file that stdin is being copied into).
+  virtual bool input_may_grow() const { return false; }
+
+  // The progress of the input being read, or nullopt between inputs.
+  std::optional<LineProgress> current_progress() const;
 
 private:
-  LineDecoder decoder_;
+  const pipeline::PipelineSpec& spec_;
+  const pipeline::NodeSpec& node_;
+  state::FieldNames& names_;
+  std::optional<LineDecoder> decoder_;
   std::optional<LineReader> reader_;
+  std::string header_; // the csv header line of the current input, once read
   int fd_ = -1;
   bool done_ = false;
 };

@@ -9,6 +9,7 @@
 // Threading: every method is called from the one task thread that owns the object.
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -47,6 +48,9 @@ struct OperatorContext {
   state::Batch* late_output = nullptr;
   // Processing time, wall-clock epoch ms; a test may substitute its own clock.
   std::function<std::int64_t()> now_ms = wall_clock_ms;
+  // Where a source that cannot seek (stdin) spools what it reads so that a restore can replay
+  // it; its positions name files in it. Empty when the job takes no checkpoints.
+  std::filesystem::path checkpoint_dir;
 };
 
 class Operator {

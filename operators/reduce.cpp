@@ -1,8 +1,9 @@
 #include "operators/reduce.hpp"
 
 #include <chrono>
-#include <optional>
 #include <new>
+#include <optional>
+#include <unordered_set>
 
 #include "operators/aggregates.hpp"
 #include "operators/bad_record.hpp"
@@ -11,7 +12,9 @@
 #include "operators/wall_clock.hpp"
 #include "pipeline/spec/pipeline_spec.hpp"
 #include "state/key_group.hpp"
+#include "state/key_codec.hpp"
 #include "state/keyed_map.hpp"
+#include "state/state_codec.hpp"
 
 namespace streamctl::operators {
 
@@ -95,6 +98,78 @@ public:
       builder_.set_timestamp(record.timestamp);
       builder_.finish(out);
     }
+  }
+
+  // --- Checkpointed state ---
+  //
+  // Key-group segment (state/state_codec.hpp for the primitives):
+  //   header    version 1, kind 'R'
+  //   1 byte    1 when each row carries its last_seen time (the node has a ttl), else 0
+  //   varint    row count
+  //   per row:  bytes key (canonical key bytes), [zigzag last_seen ms], the aggregates block
+  //             (Aggregates::serialize)
+  // No timers (the ttl sweeps by processing time) and no subtask state.
+  bool has_state() const override { return true; }
+
+  void snapshot_key_group(std::uint32_t key_group, std::string& out) const override {
+    if (!rows_ || !rows_->key_group_range().contains(key_group) || rows_->group_size(key_group) == 0)
+      return;
+    state::StateWriter w(out);
+    w.header('R');
+    w.u8(ttl_ms_ > 0 ? 1 : 0);
+    w.varint(rows_->group_size(key_group));
+    rows_->for_each_in_group(key_group, [&](std::string_view key, const Row& row) {
+      w.bytes(key);
+      if (ttl_ms_ > 0) w.zigzag(row.last_seen());
+      aggregates_.serialize(row.block(), out);
+    });
+  }
+
+  Result<void> restore_key_group(std::uint32_t key_group, std::string_view data) override {
+    auto failed = [&](const std::string& why) -> Result<void> {
+      return fail("operator '" + (ctx_.node ? ctx_.node->name : std::string("?")) +
+                  "' (reduce): cannot restore key group " + std::to_string(key_group) + ": " + why);
+    };
+    if (!rows_ || !rows_->key_group_range().contains(key_group))
+      return failed("not a key group of this subtask");
+    if (rows_->group_size(key_group) != 0) return failed("restored twice");
+    state::StateReader r(data);
+    std::uint8_t has_last_seen = 0;
+    std::uint64_t n = 0;
+    if (!r.header('R') || !r.u8(has_last_seen) || !r.count(n, 2)) return failed(r.error());
+    if (has_last_seen > 1) return failed("bad flags byte");
+    struct Parsed {
+      std::string_view key;
+      std::uint64_t hash;
+      Row row;
+    };
+    std::vector<Parsed> parsed;
+    parsed.reserve(n);
+    std::unordered_set<std::string_view> seen;
+    const std::int64_t now = wall_clock_ms();
+    for (std::uint64_t k = 0; k < n; ++k) {
+      std::string_view key;
+      if (!r.bytes(key)) return failed(r.error());
+      if (!state::valid_key_bytes(key, *ctx_.names)) return failed("a malformed key");
+      const std::uint64_t hash = state::hash_key_bytes(key);
+      if (state::key_group_of(hash, rows_->max_parallelism()) != key_group)
+        return failed("a key of another key group");
+      if (!seen.insert(key).second) return failed("a key twice");
+      std::int64_t last_seen = now;
+      if (has_last_seen == 1 && !r.zigzag(last_seen)) return failed(r.error());
+      Row row;
+      row.create(aggregates_);
+      std::string_view rest = r.rest();
+      if (auto d = aggregates_.deserialize(row.block(), rest); !d)
+        return failed("aggregates: " + d.error());
+      r.skip(r.remaining() - rest.size());
+      row.touch(last_seen);
+      parsed.push_back(Parsed{key, hash, std::move(row)});
+    }
+    if (!r.at_end()) return failed(std::to_string(r.remaining()) + " bytes after the state");
+    for (auto& p : parsed)
+      rows_->try_emplace(p.key, p.hash, std::move(p.row));
+    return {};
   }
 
 private:

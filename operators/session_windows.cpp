@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <new>
 #include <optional>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "operators/bad_record.hpp"
 #include "state/key_group.hpp"
+#include "state/key_codec.hpp"
 #include "state/keyed_map.hpp"
+#include "state/state_codec.hpp"
 #include "state/timer_service.hpp"
 
 namespace streamctl::operators {
@@ -184,6 +187,111 @@ public:
   void finish(state::Batch& out) override {
     on_watermark(INT64_MAX, out);
     on_processing_time(INT64_MAX, out);
+  }
+
+  // Key-group segment:
+  //   header    version 1, kind 'S'
+  //   zigzag    gap (must match the restoring node's)
+  //   twice (event time, then processing time):
+  //     varint  key count
+  //     per key: bytes key (canonical key bytes), varint session count, per session (by
+  //              start): zigzag start, zigzag end, the aggregates block
+  //   timers    (state_codec.hpp): key bytes, tag = session start; re-registered under
+  //             hash_key_bytes(key), as on insert
+  void snapshot_key_group(std::uint32_t key_group, std::string& out) const override {
+    if (!timers_->key_group_range().contains(key_group)) return;
+    bool any_timer = false;
+    timers_->for_each_in_group(key_group, [&](const state::TimerView&) { any_timer = true; });
+    if (!any_timer && event_sessions_->group_size(key_group) == 0 &&
+        processing_sessions_->group_size(key_group) == 0)
+      return;
+    state::StateWriter w(out);
+    w.header('S');
+    w.zigzag(window_.gap);
+    for (const SessionMap* map : {&*event_sessions_, &*processing_sessions_}) {
+      w.varint(map->group_size(key_group));
+      map->for_each_in_group(key_group, [&](std::string_view key, const Sessions& sessions) {
+        w.bytes(key);
+        w.varint(sessions.list.size());
+        for (const Session& s : sessions.list) {
+          w.zigzag(s.start);
+          w.zigzag(s.end);
+          aggregates_.serialize(s.block.get(), out);
+        }
+      });
+    }
+    w.timers(*timers_, key_group);
+  }
+
+  Result<void> restore_key_group(std::uint32_t key_group, std::string_view data) override {
+    const auto failed = [&](const std::string& why) -> Result<void> {
+      return restore_failure(key_group, why);
+    };
+    if (!timers_->key_group_range().contains(key_group))
+      return failed("not a key group of this subtask");
+    if (event_sessions_->group_size(key_group) != 0 ||
+        processing_sessions_->group_size(key_group) != 0)
+      return failed("restored twice");
+    const std::uint32_t max_parallelism = timers_->max_parallelism();
+    state::StateReader r(data);
+    std::int64_t gap = 0;
+    if (!r.header('S') || !r.zigzag(gap)) return failed(r.error());
+    if (gap != window_.gap)
+      return failed("the session gap was " + std::to_string(gap) + "ms, this node's is " +
+                    std::to_string(window_.gap) + "ms");
+    struct Parsed {
+      std::string_view key;
+      std::uint64_t hash;
+      Sessions sessions;
+    };
+    std::vector<Parsed> parsed[2];
+    for (int di = 0; di < 2; ++di) {
+      std::uint64_t n;
+      if (!r.count(n, 2)) return failed(r.error());
+      std::unordered_set<std::string_view> seen;
+      for (std::uint64_t k = 0; k < n; ++k) {
+        Parsed p;
+        std::uint64_t count;
+        if (!r.bytes(p.key) || !r.count(count, 3)) return failed(r.error());
+        if (!state::valid_key_bytes(p.key, *ctx_.names)) return failed("a malformed key");
+        p.hash = state::hash_key_bytes(p.key);
+        if (state::key_group_of(p.hash, max_parallelism) != key_group)
+          return failed("a key of another key group");
+        if (!seen.insert(p.key).second) return failed("a key twice");
+        if (count == 0) return failed("a key without sessions");
+        for (std::uint64_t j = 0; j < count; ++j) {
+          std::int64_t start, end;
+          if (!r.zigzag(start) || !r.zigzag(end)) return failed(r.error());
+          if (start < min_window_time || end > max_window_time || end - start < window_.gap ||
+              (!p.sessions.list.empty() && p.sessions.list.back().end >= start))
+            return failed("sessions out of order or out of range");
+          p.sessions.list.push_back(Session{start, end, Block(aggregates_)});
+          std::string_view rest = r.rest();
+          if (auto d = aggregates_.deserialize(p.sessions.list.back().block.get(), rest); !d)
+            return failed("aggregates: " + d.error());
+          r.skip(r.remaining() - rest.size());
+        }
+        parsed[di].push_back(std::move(p));
+      }
+    }
+    std::vector<state::StoredTimer> timers;
+    if (!r.timers(timers)) return failed(r.error());
+    for (const auto& t : timers)
+      if (state::key_group_of(state::hash_key_bytes(t.key), max_parallelism) != key_group)
+        return failed("a timer of another key group");
+    if (!r.at_end()) return failed(std::to_string(r.remaining()) + " bytes after the state");
+    SessionMap* maps[2] = {&*event_sessions_, &*processing_sessions_};
+    for (int di = 0; di < 2; ++di)
+      for (auto& p : parsed[di])
+        maps[di]->try_emplace(p.key, p.hash, std::move(p.sessions));
+    for (const auto& t : timers) {
+      const std::uint64_t hash = state::hash_key_bytes(t.key);
+      if (t.domain == state::TimeDomain::EventTime)
+        timers_->register_event_time(t.key, hash, t.timestamp, t.tag);
+      else
+        timers_->register_processing_time(t.key, hash, t.timestamp, t.tag);
+    }
+    return {};
   }
 
 private:

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <new>
 #include <optional>
+#include <unordered_set>
 
 #include "operators/bad_record.hpp"
 #include "operators/session_windows.hpp"
@@ -11,6 +12,7 @@
 #include "state/key_codec.hpp"
 #include "state/key_group.hpp"
 #include "state/keyed_map.hpp"
+#include "state/state_codec.hpp"
 #include "state/timer_service.hpp"
 
 namespace streamctl::operators {
@@ -152,6 +154,47 @@ void WindowOperatorBase::out_of_range(const state::Record& record, std::int64_t 
                         "around 1970)");
 }
 
+// Subtask state: the watermark, which decides which windows have fired and which records are
+// late. It is not keyed, so it is written once per subtask:
+//   header   version 1, kind 'W'
+//   zigzag   the watermark (INT64_MIN before the first)
+// The runtime does not replay watermarks (sources rewind to their positions and start their
+// watermarks afresh), so without it a restored window would take late records and re-fire or
+// lose updates of windows that fired before the checkpoint. Barriers are aligned, so every old
+// subtask saw the same watermarks before its barrier; a restore takes the lowest of them (all
+// equal in practice; the lowest is the safe choice: no record is refused that an old subtask
+// would have taken).
+void WindowOperatorBase::snapshot_subtask_state(std::string& out) const {
+  state::StateWriter w(out);
+  w.header('W');
+  w.zigzag(watermark_);
+}
+
+Result<void> WindowOperatorBase::restore_subtask_state(
+    const std::vector<std::string_view>& old_subtasks) {
+  std::optional<std::int64_t> lowest;
+  for (std::size_t k = 0; k < old_subtasks.size(); ++k) {
+    if (old_subtasks[k].empty()) continue;
+    state::StateReader r(old_subtasks[k]);
+    std::int64_t w;
+    if (!r.header('W') || !r.zigzag(w))
+      return restore_failure(-1, "old subtask " + std::to_string(k) + ": " + r.error());
+    if (!r.at_end())
+      return restore_failure(-1, "old subtask " + std::to_string(k) + ": bytes after the state");
+    lowest = lowest ? std::min(*lowest, w) : w;
+  }
+  if (lowest && *lowest > watermark_) watermark_ = *lowest;
+  return {};
+}
+
+Failure WindowOperatorBase::restore_failure(std::int64_t key_group, const std::string& why) const {
+  return fail("operator '" + (ctx_.node ? ctx_.node->name : std::string("?")) +
+              "' (window): cannot restore " +
+              (key_group >= 0 ? "key group " + std::to_string(key_group)
+                              : std::string("its subtask state")) +
+              ": " + why);
+}
+
 namespace {
 
 // --- tumbling and sliding windows --------------------------------------------------------------
@@ -266,6 +309,119 @@ public:
   void finish(state::Batch& out) override {
     on_watermark(INT64_MAX, out);
     on_processing_time(INT64_MAX, out);
+  }
+
+  // Key-group segment:
+  //   header    version 1, kind 'A'
+  //   zigzag    size, zigzag slide (must match the restoring node's)
+  //   twice (event time, then processing time):
+  //     varint  window count
+  //     per window: zigzag start, bytes key (canonical key bytes), the aggregates block
+  //   timers    (state_codec.hpp): the group timers, key empty, tag = window end
+  // On restore each window is filed again under window_hash(group, hash_key_bytes(key), start)
+  // and each group timer re-registered with hash = the group number, as on insert.
+  void snapshot_key_group(std::uint32_t key_group, std::string& out) const override {
+    if (!range_.contains(key_group)) return;
+    bool any_timer = false;
+    timers_->for_each_in_group(key_group, [&](const state::TimerView&) { any_timer = true; });
+    if (!any_timer && domains_[0].windows->group_size(key_group) == 0 &&
+        domains_[1].windows->group_size(key_group) == 0)
+      return;
+    state::StateWriter w(out);
+    w.header('A');
+    w.zigzag(window_.size);
+    w.zigzag(window_.slide);
+    for (const Domain& d : domains_) {
+      w.varint(d.windows->group_size(key_group));
+      d.windows->for_each_in_group(key_group, [&](std::string_view map_key, const Cell& cell) {
+        std::int64_t start = 0;
+        read_zigzag_varint(map_key, start);
+        w.zigzag(start);
+        w.bytes(map_key);
+        aggregates_.serialize(block_of(const_cast<Cell&>(cell)), out);
+      });
+    }
+    w.timers(*timers_, key_group);
+  }
+
+  Result<void> restore_key_group(std::uint32_t key_group, std::string_view data) override {
+    const auto failed = [&](const std::string& why) -> Result<void> {
+      return restore_failure(key_group, why);
+    };
+    if (!range_.contains(key_group)) return failed("not a key group of this subtask");
+    if (domains_[0].windows->group_size(key_group) != 0 ||
+        domains_[1].windows->group_size(key_group) != 0)
+      return failed("restored twice");
+    state::StateReader r(data);
+    std::int64_t size = 0, slide = 0;
+    if (!r.header('A') || !r.zigzag(size) || !r.zigzag(slide)) return failed(r.error());
+    if (size != window_.size || slide != window_.slide)
+      return failed("the windows were " + std::to_string(size) + "ms every " +
+                    std::to_string(slide) + "ms, this node's are " + std::to_string(window_.size) +
+                    "ms every " + std::to_string(window_.slide) + "ms");
+    struct Parsed {
+      std::string map_key;
+      std::uint64_t hash;
+      Cell cell;
+    };
+    // Blocks made so far, destroyed unless handed to the maps.
+    struct Made {
+      const AlignedWindows& self;
+      std::vector<Parsed> windows[2];
+      ~Made() {
+        for (auto& list : windows)
+          for (auto& p : list) self.destroy_block(p.cell);
+      }
+    } made{*this, {}};
+    for (int di = 0; di < 2; ++di) {
+      std::uint64_t n;
+      if (!r.count(n, 3)) return failed(r.error());
+      std::unordered_set<std::string> seen;
+      for (std::uint64_t k = 0; k < n; ++k) {
+        std::int64_t start;
+        std::string_view key;
+        if (!r.zigzag(start) || !r.bytes(key)) return failed(r.error());
+        if (start < min_window_time || start > max_window_time - window_.size ||
+            floor_mod(start, window_.slide) != 0)
+          return failed("a window start " + std::to_string(start) + " that is not aligned");
+        if (!state::valid_key_bytes(key, *ctx_.names)) return failed("a malformed key");
+        const std::uint64_t key_hash = state::hash_key_bytes(key);
+        if (state::key_group_of(key_hash, max_parallelism_) != key_group)
+          return failed("a key of another key group");
+        Parsed p;
+        append_zigzag_varint(p.map_key, start);
+        p.map_key.append(key);
+        if (!seen.insert(p.map_key).second) return failed("a window twice");
+        p.hash = window_hash(key_group, key_hash, start);
+        create_block(p.cell);
+        made.windows[di].push_back(std::move(p));
+        std::string_view rest = r.rest();
+        if (auto d = aggregates_.deserialize(block_of(made.windows[di].back().cell), rest); !d)
+          return failed("aggregates: " + d.error());
+        r.skip(r.remaining() - rest.size());
+      }
+    }
+    std::vector<state::StoredTimer> timers;
+    if (!r.timers(timers)) return failed(r.error());
+    for (const auto& t : timers) {
+      if (!t.key.empty()) return failed("a group timer with a key");
+      if (t.tag < min_window_time + window_.size || t.tag > max_window_time ||
+          floor_mod(t.tag - window_.size, window_.slide) != 0 || t.timestamp < t.tag)
+        return failed("a timer for no window end");
+    }
+    if (!r.at_end()) return failed(std::to_string(r.remaining()) + " bytes after the state");
+    for (int di = 0; di < 2; ++di) {
+      for (auto& p : made.windows[di])
+        domains_[di].windows->try_emplace(p.map_key, p.hash, p.cell);
+      made.windows[di].clear(); // the maps own the blocks now
+    }
+    for (const auto& t : timers) {
+      if (t.domain == state::TimeDomain::EventTime)
+        timers_->register_event_time({}, key_group, t.timestamp, t.tag);
+      else
+        timers_->register_processing_time({}, key_group, t.timestamp, t.tag);
+    }
+    return {};
   }
 
 private:

@@ -69,6 +69,17 @@ protected:
   // A record whose windows at `time` fall outside the supported range of times.
   void out_of_range(const state::Record& record, std::int64_t time);
 
+  // Checkpointed state shared by every kind: the watermark is subtask state (see window.cpp).
+public:
+  bool has_state() const override { return true; }
+  void snapshot_subtask_state(std::string& out) const override;
+  Result<void> restore_subtask_state(const std::vector<std::string_view>& old_subtasks) override;
+
+protected:
+  // A failure of restore_key_group (key_group >= 0) or restore_subtask_state that names the
+  // operator.
+  Failure restore_failure(std::int64_t key_group, const std::string& why) const;
+
   // The event-time rows of a window that ends at `end`, and of a processing-time one.
   static std::int64_t row_timestamp(std::int64_t end) { return end - 1; }
 

@@ -101,6 +101,12 @@ public:
   // The highest time advanced to; INT64_MIN before the first advance.
   std::int64_t current_watermark() const { return current_[0]; }
   std::int64_t current_processing_time() const { return current_[1]; }
+  // For a restore from a snapshot: raises the current time of `domain` to `time` (never
+  // lowers it) without firing anything; timers at or below it fire at the next advance.
+  void restore_current_time(TimeDomain domain, std::int64_t time) {
+    std::int64_t& current = current_[static_cast<int>(domain)];
+    if (time > current) current = time;
+  }
 
   std::size_t size() const { return heaps_[0].size() + heaps_[1].size(); }
   std::size_t size(TimeDomain domain) const { return heap(domain).size(); }
