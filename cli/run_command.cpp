@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "cli/context.hpp"
+#include "cli/detach.hpp"
 #include "pipeline/runtime/coordinator.hpp"
 
 namespace streamctl::cli {
@@ -20,6 +21,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
     int parallelism = 0;
     std::vector<std::string> overrides;
     std::string transport = "ipc";
+    bool detach = false;
   };
   auto o = std::make_shared<Options>();
   cmd->add_option("FILE", o->file, "the pipeline file")->required();
@@ -28,6 +30,8 @@ void add_run_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--transport", o->transport,
                   "data channels between local workers: ipc (Unix sockets) or tcp (loopback, as across hosts)")
       ->check(CLI::IsMember({"ipc", "tcp"}));
+  cmd->add_flag("--detach", o->detach,
+                "print the job id and return; the job runs on, its stdout and log in its directory of the state dir");
   cmd->callback([&ctx, o] {
     ctx.configure_logging("streamctl");
     auto overrides = o->overrides;
@@ -38,6 +42,10 @@ void add_run_command(CLI::App& app, Context& ctx) {
     options.self_executable = self_executable();
     options.transport = o->transport;
     options.worker_log_flags = ctx.worker_log_flags();
+    if (o->detach) {
+      ctx.exit_code = run_detached(job, options, *ctx.log);
+      return;
+    }
     auto outcome = runtime::run_job(job, options, *ctx.log);
     if (outcome.exit_code == 1 && !outcome.error.empty()) ctx.log->error("job {} failed: {}", outcome.job_id, outcome.error);
     ctx.exit_code = outcome.exit_code;

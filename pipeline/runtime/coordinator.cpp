@@ -87,6 +87,7 @@ public:
     registration_ = std::make_unique<JobRegistration>(options_.state_dir, job_.spec);
     outcome_.job_id = registration_->id();
     registration_->write_pipeline(job_.text, job_.overrides);
+    if (options_.on_registered) options_.on_registered(outcome_.job_id, registration_->dir());
 
     control_.set(zmq::sockopt::linger, 0);
     control_.set(zmq::sockopt::router_mandatory, true);

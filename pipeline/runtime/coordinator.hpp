@@ -5,6 +5,7 @@
 // finished, failed when one fails or dies, stopped or cancelled on SIGINT/SIGTERM.
 
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include <spdlog/logger.h>
@@ -18,6 +19,9 @@ struct RunOptions {
   std::string self_executable;      // the streamctl binary, for `streamctl worker`
   std::string transport = "ipc";    // data channels: "ipc" or "tcp"
   std::vector<std::string> worker_log_flags; // -v, --log-format ... passed on to workers
+  // Called once the job is registered (its id and directory exist), before any worker
+  // starts: `run --detach` moves its output into the job directory and lets its parent go.
+  std::function<void(const std::string& job_id, const std::filesystem::path& job_dir)> on_registered;
 };
 
 struct RunOutcome {

@@ -80,4 +80,24 @@ assert_contains "$WORK/out" '"state":"cancelled"'
 run_expect 2 "$STREAMCTL" stop "$id"
 assert_contains "$WORK/err" "is not running (it is cancelled)"
 assert_no_processes_left
+
+# run --detach: the id on stdout at once, the job on in the background, its log in its
+# directory; a pipeline that does not validate fails in the foreground, exit 2.
+run_expect 0 "$STREAMCTL" run "$WORK/p.toml" --detach
+id=$(cat "$WORK/out")
+[[ $id == endless-* ]] || fail "run --detach printed '$id', not a job id"
+run_expect 0 "$STREAMCTL" status "$id" --json
+assert_contains "$WORK/out" '"state":"running"'
+run_expect 0 "$STREAMCTL" stop "$id"
+for _ in $(seq 100); do
+  grep -q '"state": "stopped"' "$STREAMCTL_STATE_DIR/jobs/$id/job.json" && break
+  sleep 0.1
+done
+assert_contains "$STREAMCTL_STATE_DIR/jobs/$id/job.json" '"state": "stopped"'
+assert_contains "$STREAMCTL_STATE_DIR/jobs/$id/log" "stop requested"
+[[ $(cat "$WORK/committed"/part-* | wc -l) -gt 0 ]] || fail "the detached job committed nothing"
+printf 'name = "bad"\n[sources.x]\ntype = "nope"\n' >"$WORK/bad.toml"
+run_expect 2 "$STREAMCTL" run "$WORK/bad.toml" --detach
+assert_contains "$WORK/err" "unknown source type"
+assert_no_processes_left
 echo ok
