@@ -56,19 +56,26 @@ std::unique_ptr<TimestampAssigner> TimestampAssigner::from_node(const pipeline::
       new TimestampAssigner(pipeline::Expression::compile(*text, names), max_delay, idle));
 }
 
-void TimestampAssigner::assign(const state::Batch& in, state::Batch& out, const OperatorContext& ctx) {
+void TimestampAssigner::assign(const state::Batch& in, state::Batch& out, const OperatorContext& ctx,
+                               std::span<const Source::RecordOrigin> origins) {
   out.retain_memory_of(in);
   eval_.arena = &scratch_;
   std::int64_t largest = kWatermarkMin;
-  for (const auto& record : in) {
+  const bool with_origins = origins.size() == in.size();
+  auto bad = [&](std::size_t k, std::string_view reason) {
+    if (with_origins) ctx.errors->bad_record(origins[k].raw, origins[k].line, reason);
+    else report_bad_record(ctx, in[k], reason);
+  };
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    const state::Record& record = in[k];
     state::Value value;
     if (!expression_.eval(record, eval_, value)) {
-      report_bad_record(ctx, record, eval_.error);
+      bad(k, eval_.error);
       continue;
     }
     auto ts = event_time_of(value);
     if (!ts) {
-      report_bad_record(ctx, record, ts.error());
+      bad(k, ts.error());
       continue;
     }
     state::Record stamped = record;

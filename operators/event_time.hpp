@@ -29,8 +29,11 @@ public:
   // Null when the node has no `event_time`. Throws ExpressionError for a bad expression.
   static std::unique_ptr<TimestampAssigner> from_node(const pipeline::NodeSpec& node, state::FieldNames& names);
 
-  // Copies the records of `in` that have an event time into `out`, stamped.
-  void assign(const state::Batch& in, state::Batch& out, const OperatorContext& ctx);
+  // Copies the records of `in` that have an event time into `out`, stamped. `origins`, when
+  // it has one entry per record (Source::last_poll_origins), names the raw line and its number
+  // in the bad-record message of a record without an event time.
+  void assign(const state::Batch& in, state::Batch& out, const OperatorContext& ctx,
+              std::span<const Source::RecordOrigin> origins = {});
   std::int64_t watermark() const { return watermark_; }
   std::int64_t idle_timeout_ms() const { return idle_timeout_ms_; } // 0: never idle
 

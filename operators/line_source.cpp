@@ -12,6 +12,7 @@ std::optional<LineProgress> LineSource::current_progress() const {
 }
 
 SourceStatus LineSource::poll(state::Batch& out, std::size_t max_records) {
+  origins_.clear();
   if (done_) return SourceStatus::End;
   std::size_t produced = 0;
   const void* retained_chunk = nullptr; // records point into the lines: keep their chunk alive
@@ -56,6 +57,8 @@ SourceStatus LineSource::poll(state::Batch& out, std::size_t max_records) {
     }
     std::size_t before = out.size();
     auto decoded = decoder_->decode(*line, out);
+    for (std::size_t k = before; k < out.size(); ++k)
+      origins_.push_back(RecordOrigin{*line, reader_->line_number()});
     if (!decoded) ctx_.errors->bad_record(*line, reader_->line_number(), decoded.error());
     // Only a csv header line decodes to no record: remember it for a resumed reader.
     else if (out.size() == before && header_.empty()) header_ = std::string(*line);

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "operators/line_reader.hpp"
 #include "operators/operator.hpp"
@@ -31,6 +32,7 @@ public:
   LineSource(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node, state::FieldNames& names);
   SourceStatus poll(state::Batch& out, std::size_t max_records) override;
   int readiness_fd() const override { return fd_; }
+  std::span<const RecordOrigin> last_poll_origins() const override { return origins_; }
 
 protected:
   struct Input {
@@ -59,6 +61,7 @@ private:
   std::string header_; // the csv header line of the current input, once read
   int fd_ = -1;
   bool done_ = false;
+  std::vector<RecordOrigin> origins_; // of the records the last poll appended
 };
 
 } // namespace streamctl::operators

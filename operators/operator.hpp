@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -116,6 +117,15 @@ public:
   virtual SourceStatus poll(state::Batch& out, std::size_t max_records) = 0;
   // A file descriptor that becomes readable when poll() would make progress, or -1.
   virtual int readiness_fd() const { return -1; }
+
+  // Where each record of the last poll came from, in order, for bad-record messages of what
+  // runs on them next (event time): the raw line and its 1-based number. Empty when the
+  // source has no lines (the generator). `raw` points into memory the polled batch retains.
+  struct RecordOrigin {
+    std::string_view raw;
+    std::uint64_t line = 0;
+  };
+  virtual std::span<const RecordOrigin> last_poll_origins() const { return {}; }
 
   // --- Rewinding (SPEC §7: every source is replayable). Called between polls. ---
   //

@@ -54,7 +54,7 @@ void TaskChain::push(const state::Batch& in, const Emit& emit, int input) {
     return;
   }
   stamped_.clear();
-  assigner_->assign(in, stamped_, contexts_[0]);
+  assigner_->assign(in, stamped_, contexts_[0], source_->last_poll_origins());
   run_from(0, stamped_, emit);
 }
 

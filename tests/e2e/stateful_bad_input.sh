@@ -48,8 +48,8 @@ cmp -s "$WORK/want" "$WORK/got" || fail "missing fields: $(diff "$WORK/want" "$W
 python3 - "$WORK/dead.jsonl" <<'PY' || fail "dead letter of the missing event time: $(cat "$WORK/dead.jsonl")"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-assert len(rows) == 1 and rows[0]["node"] == "in", rows
-assert json.loads(rows[0]["input"]) == {"user": "a", "bytes": 2}, rows
+assert len(rows) == 1 and rows[0]["node"] == "in" and rows[0]["line"] == 2, rows
+assert rows[0]["input"] == '{"user": "a", "bytes": 2}', rows
 assert "event time" in rows[0]["error"], rows
 PY
 
