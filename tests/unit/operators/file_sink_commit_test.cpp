@@ -12,26 +12,15 @@
 #include <unistd.h>
 
 #include "harness.hpp"
+#include "unit/temp_dir.hpp"
 
 using streamctl::operators::OperatorContext;
 using streamctl::operators::Sink;
 using streamctl::testing::Harness;
+using streamctl::testing::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  TempDir() {
-    char name[] = "/tmp/streamctl-commit-XXXXXX";
-    REQUIRE(::mkdtemp(name) != nullptr);
-    path = name;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path path;
-};
 
 std::string sink_pipeline(const fs::path& dir, const std::string& format = "json") {
   return "name = \"t\"\n[sources.in]\ntype = \"stdin\"\n[sinks.out]\ntype = \"file\"\ninputs = [\"in\"]\npath = \"" +

@@ -10,28 +10,17 @@
 #include <unistd.h>
 
 #include "harness.hpp"
+#include "unit/temp_dir.hpp"
 #include "operators/stdin_source.hpp"
 
 using streamctl::operators::OperatorContext;
 using streamctl::operators::Source;
 using streamctl::operators::SourceStatus;
 using streamctl::testing::Harness;
+using streamctl::testing::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  TempDir() {
-    char name[] = "/tmp/streamctl-rewind-XXXXXX";
-    REQUIRE(::mkdtemp(name) != nullptr);
-    path = name;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path path;
-};
 
 void write_file(const fs::path& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
