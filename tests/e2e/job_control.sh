@@ -83,9 +83,11 @@ assert_no_processes_left
 
 # run --detach: the id on stdout at once, the job on in the background, its log in its
 # directory; a pipeline that does not validate fails in the foreground, exit 2.
-run_expect 0 "$STREAMCTL" run "$WORK/p.toml" --detach
+run_expect 0 "$STREAMCTL" -v run "$WORK/p.toml" --detach
 id=$(cat "$WORK/out")
 [[ $id == endless-* ]] || fail "run --detach printed '$id', not a job id"
+# A stop before the first record would rightly commit nothing; wait until records flow.
+wait_for_text "$STREAMCTL_STATE_DIR/jobs/$id/log" "records flowing"
 run_expect 0 "$STREAMCTL" status "$id" --json
 assert_contains "$WORK/out" '"state":"running"'
 run_expect 0 "$STREAMCTL" stop "$id"
