@@ -20,11 +20,18 @@ void add_worker_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--task", o->task)->required();
   cmd->add_option("--coordinator", o->coordinator)->required();
   cmd->add_option("--transport", o->transport)->check(CLI::IsMember({"ipc", "tcp"}));
-  cmd->callback([&ctx, o, job_dir, base_dir, socket_dir] {
+  auto restore = std::make_shared<std::string>();
+  auto spool_dir = std::make_shared<std::string>();
+  cmd->add_option("--attempt", o->attempt);
+  cmd->add_option("--restore", *restore);
+  cmd->add_option("--spool-dir", *spool_dir);
+  cmd->callback([&ctx, o, job_dir, base_dir, socket_dir, restore, spool_dir] {
     ctx.configure_logging("worker " + std::to_string(o->task));
     o->job_dir = *job_dir;
     o->base_dir = *base_dir;
     o->socket_dir = *socket_dir;
+    o->restore = *restore;
+    o->spool_dir = *spool_dir;
     ctx.exit_code = runtime::run_worker(*o, *ctx.log);
   });
 }

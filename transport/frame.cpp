@@ -57,4 +57,22 @@ std::optional<WatermarkPayload> read_watermark_payload(std::string_view payload)
   return p;
 }
 
+void write_barrier_payload(const BarrierPayload& barrier, std::string& out) {
+  char bytes[12];
+  put_le<std::uint64_t>(bytes, barrier.checkpoint_id);
+  put_le<std::uint32_t>(bytes + 8, static_cast<std::uint32_t>(barrier.directory.size()));
+  out.append(bytes, sizeof bytes);
+  out.append(barrier.directory);
+}
+
+std::optional<BarrierPayload> read_barrier_payload(std::string_view payload) {
+  if (payload.size() < 12) return std::nullopt;
+  auto length = get_le<std::uint32_t>(payload.data() + 8);
+  if (payload.size() != 12 + static_cast<std::size_t>(length)) return std::nullopt;
+  BarrierPayload b;
+  b.checkpoint_id = get_le<std::uint64_t>(payload.data());
+  b.directory.assign(payload.substr(12));
+  return b;
+}
+
 } // namespace streamctl::transport

@@ -14,6 +14,8 @@
 //   24     ...   payload: for data, a batch in the encoding of state/batch_codec.hpp;
 //                for watermark, an 8-byte little-endian signed epoch-ms then 1 byte:
 //                1 when the sender is idle (skip it until it sends again), else 0;
+//                for barrier, an 8-byte little-endian checkpoint id, a 4-byte little-endian
+//                length L and L bytes: the directory the checkpoint's files go to (UTF-8);
 //                otherwise empty
 //
 // The header is fixed-size so a receiver can dispatch on it before touching the payload, and
@@ -52,5 +54,13 @@ struct WatermarkPayload {
 void write_watermark_payload(std::int64_t watermark, bool idle, std::string& out);
 // `payload` is what follows the header; nullopt when it is not 9 bytes.
 std::optional<WatermarkPayload> read_watermark_payload(std::string_view payload);
+
+struct BarrierPayload {
+  std::uint64_t checkpoint_id = 0;
+  std::string directory; // where every task writes its snapshot file for this checkpoint
+};
+void write_barrier_payload(const BarrierPayload& barrier, std::string& out);
+// nullopt when the payload is not exactly one barrier.
+std::optional<BarrierPayload> read_barrier_payload(std::string_view payload);
 
 } // namespace streamctl::transport

@@ -4,6 +4,9 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <optional>
 #include <fstream>
 #include <map>
 #include <random>
@@ -14,6 +17,11 @@
 
 #include <zmq.hpp>
 
+#include <sys/file.h>
+
+#include "operators/wall_clock.hpp"
+#include "pipeline/runtime/checkpoint_restore.hpp"
+#include "pipeline/runtime/checkpoint_settings.hpp"
 #include "pipeline/runtime/child_process.hpp"
 #include "pipeline/runtime/job_metrics.hpp"
 #include "pipeline/runtime/job_registry.hpp"
@@ -31,6 +39,46 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kStartupTimeout = 60s;
 constexpr auto kCancelGrace = 2s;
 constexpr auto kProgressEvery = 10s;
+constexpr auto kHaltGrace = 10s;
+
+std::string utc_stamp() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+// CHECKPOINT_DIR/NAME/lock, held while a job with periodic checkpoints runs, so that two runs
+// of one pipeline never write the same chk-N.
+class CheckpointDirLock {
+public:
+  explicit CheckpointDirLock(const std::filesystem::path& root) {
+    std::error_code ec;
+    std::filesystem::create_directories(root, ec);
+    if (ec)
+      throw Error(ErrorKind::Usage, "[checkpoint] dir: cannot create '" + root.string() + "': " + ec.message());
+    if (::access(root.c_str(), W_OK) != 0)
+      throw Error(ErrorKind::Usage,
+                  "[checkpoint] dir: cannot write '" + root.string() + "': " + std::strerror(errno));
+    fd_ = ::open((root / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0)
+      throw Error(ErrorKind::Usage, "[checkpoint] dir: cannot create '" + (root / "lock").string() +
+                                        "': " + std::strerror(errno));
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd_);
+      throw Error(ErrorKind::Usage, "another run of this job is taking checkpoints in '" + root.string() +
+                                        "' (its lock is held); stop it first, or set [checkpoint] dir");
+    }
+  }
+  ~CheckpointDirLock() { ::close(fd_); }
+  CheckpointDirLock(const CheckpointDirLock&) = delete;
+  CheckpointDirLock& operator=(const CheckpointDirLock&) = delete;
+
+private:
+  int fd_ = -1;
+};
 
 // Blocks SIGINT, SIGTERM and SIGCHLD for the life of the object and reads them from a
 // signalfd, so the coordinator's one poll loop sees signals, control messages and child exits
@@ -70,7 +118,23 @@ struct TaskRuntime {
   std::string endpoint;
   bool ready = false;
   bool finished = false;
+  Clock::time_point last_seen;
   std::vector<NodeMetrics> metrics;
+};
+
+// A checkpoint or savepoint the sources have been told to take, until every task has
+// acknowledged its snapshot file (then _metadata completes it) or it is given up.
+struct PendingCheckpoint {
+  std::uint64_t id = 0;
+  std::filesystem::path dir;
+  bool savepoint = false;
+  bool stop_after = false;     // halt the job once it completes (stop, --savepoint-on-exit)
+  bool at_end = false;         // taken because the input ended (--savepoint-on-exit)
+  std::string client;          // the ROUTER identity of the `savepoint`/`stop` awaiting the path
+  Clock::time_point started;
+  Clock::time_point deadline;
+  std::vector<std::optional<CheckpointTaskFile>> files; // by task
+  std::size_t acked = 0;
 };
 
 class Coordinator {
@@ -84,6 +148,12 @@ public:
   }
 
   RunOutcome run() {
+    checkpoints_ = checkpoint_settings_of(job_.spec, options_.state_dir);
+    restart_ = restart_settings_of(job_.spec, checkpoints_.interval.count() > 0);
+    if (checkpoints_.interval.count() > 0) lock_ = std::make_unique<CheckpointDirLock>(checkpoints_.root);
+    if (!options_.restore.empty()) check_restore(options_.restore);
+    restore_from_ = options_.restore;
+
     registration_ = std::make_unique<JobRegistration>(options_.state_dir, job_.spec);
     outcome_.job_id = registration_->id();
     registration_->write_pipeline(job_.text, job_.overrides);
@@ -91,23 +161,72 @@ public:
 
     control_.set(zmq::sockopt::linger, 0);
     control_.set(zmq::sockopt::router_mandatory, true);
+    // A restarted worker reuses its task's identity while the dead one's pipe may linger.
+    control_.set(zmq::sockopt::router_handover, true);
     std::string bind = options_.transport == "tcp"
                            ? std::string("tcp://127.0.0.1:*")
                            : "ipc://" + (registration_->socket_dir() / "control.sock").string();
     control_.bind(bind);
-    std::string endpoint = control_.get(zmq::sockopt::last_endpoint);
-    registration_->set_control_endpoint(endpoint);
+    control_endpoint_ = control_.get(zmq::sockopt::last_endpoint);
+    registration_->set_control_endpoint(control_endpoint_);
+    next_checkpoint_id_ = next_checkpoint_id(checkpoints_.root);
 
-    start_workers(endpoint);
-    registration_->update("running", pids());
-    log_.info("job {} started: {} worker(s)", outcome_.job_id, tasks_.size());
-
-    if (await_ready() && start_data_flow()) supervise();
+    for (;;) {
+      launch();
+      if (restart_pending_ && !ended_ && restart()) continue;
+      break;
+    }
     finish_registration();
     return outcome_;
   }
 
 private:
+  // Starts this attempt's workers and runs the job until it ends or must restart.
+  void launch() {
+    start_workers(control_endpoint_);
+    registration_->update("running", pids());
+    log_.info("job {} started: {} worker(s){}", outcome_.job_id, tasks_.size(),
+              restore_from_.empty() ? std::string() : ", restored from " + restore_from_.string());
+    if (await_ready() && start_data_flow()) supervise();
+  }
+
+  // The restore a job starts from must fit its pipeline (SPEC §7): refused with exit 3.
+  void check_restore(const std::filesystem::path& path) {
+    auto restore = CheckpointRestore::open(path);
+    if (!restore) throw Error(ErrorKind::Snapshot, restore.error());
+    auto problems = check_restore_compatible(*restore, job_.spec, options_.allow_non_restored_state);
+    if (!problems.empty()) {
+      std::string text;
+      for (const auto& p : problems) text += (text.empty() ? "" : "\n") + p;
+      throw Error(ErrorKind::Snapshot, text);
+    }
+  }
+
+  // After a failure: every worker goes, and after the strategy's delay the job starts again
+  // from its latest completed checkpoint (SPEC §7). False when the job ended meanwhile.
+  bool restart() {
+    restart_pending_ = false;
+    cancel_all();
+    tasks_.clear();
+    ++attempt_;
+    exhausted_sources_ = 0;
+    if (latest_completed_) restore_from_ = *latest_completed_;
+    auto delay = restart_.delay_before(attempt_);
+    log_.warn("restarting the job (attempt {} of {}) in {} ms from {}: {}", attempt_, restart_.max_attempts,
+              delay.count(), restore_from_.empty() ? std::string("the beginning") : restore_from_.string(),
+              last_failure_);
+    registration_->update("restarting", pids());
+    auto until = Clock::now() + delay;
+    while (Clock::now() < until && !ended_ && !stopping_)
+      poll_once(std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()) + 1ms);
+    if (stopping_ && !ended_) {
+      // Stopped while waiting to restart: there is nothing running to drain.
+      final_state_ = "stopped";
+      ended_ = true;
+    }
+    return !ended_;
+  }
+
   void start_workers(const std::string& control_endpoint) {
     for (const auto& task : job_.plan.tasks) {
       const pipeline::Chain& chain = job_.plan.chains[static_cast<std::size_t>(task.chain)];
@@ -123,11 +242,16 @@ private:
                    "--socket-dir", registration_->socket_dir().string(),
                    "--task", std::to_string(task.id),
                    "--coordinator", control_endpoint,
-                   "--transport", options_.transport};
+                   "--transport", options_.transport,
+                   "--attempt", std::to_string(attempt_)};
+      if (!restore_from_.empty()) spec.args.insert(spec.args.end(), {"--restore", restore_from_.string()});
+      if (checkpoints_.interval.count() > 0)
+        spec.args.insert(spec.args.end(), {"--spool-dir", (checkpoints_.root / "spool").string()});
       spec.args.insert(spec.args.end(), options_.worker_log_flags.begin(), options_.worker_log_flags.end());
       const pipeline::NodeSpec& head = job_.spec.nodes[chain.nodes.front()];
       spec.inherit_stdin = head.role == pipeline::NodeRole::Source && head.type == "stdin";
       rt.process = std::make_unique<ChildProcess>(spec);
+      rt.last_seen = Clock::now();
       tasks_.push_back(std::move(rt));
     }
   }
@@ -143,7 +267,7 @@ private:
     auto deadline = Clock::now() + kStartupTimeout;
     while (!all_of([](const TaskRuntime& t) { return t.ready; })) {
       if (Clock::now() > deadline) {
-        fail("workers did not start within " + std::to_string(kStartupTimeout.count()) + "s");
+        task_failed("workers did not start within " + std::to_string(kStartupTimeout.count()) + "s", true);
         return false;
       }
       if (!poll_once(200ms)) return false;
@@ -153,10 +277,12 @@ private:
 
   bool start_data_flow() {
     transport::ControlMessage start{"START", {}};
+    if (options_.savepoint_on_exit) start.set("at_end", "savepoint");
     for (const auto& t : tasks_)
       if (!t.endpoint.empty()) start.set("endpoint." + std::to_string(t.task->id), t.endpoint);
     for (const auto& t : tasks_) send(t, start);
     log_.info("all {} worker(s) ready: records flowing", tasks_.size());
+    next_trigger_ = Clock::now() + checkpoints_.interval;
     // A STOP sent before a worker had connected was dropped by the ROUTER: say it again.
     if (stopping_) {
       transport::ControlMessage stop{"STOP", {}};
@@ -168,8 +294,13 @@ private:
   void supervise() {
     auto next_progress = Clock::now() + kProgressEvery;
     while (!all_of([](const TaskRuntime& t) { return t.finished; })) {
-      if (!poll_once(1000ms)) return;
-      if (Clock::now() >= next_progress) {
+      if (!poll_once(until_next_duty())) return;
+      auto now = Clock::now();
+      check_heartbeats(now);
+      maybe_trigger_checkpoint(now);
+      check_checkpoint_timeout(now);
+      if (ended_ || restart_pending_) return;
+      if (now >= next_progress) {
         log_.info("progress: {}", describe_totals());
         next_progress += kProgressEvery;
       }
@@ -190,7 +321,7 @@ private:
   // Handles what arrives within `timeout`. Returns false when the job has ended.
   bool poll_once(std::chrono::milliseconds timeout) {
     zmq::pollitem_t items[] = {{control_.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, signals_.fd(), ZMQ_POLLIN, 0}};
-    zmq::poll(items, 2, timeout);
+    zmq::poll(items, 2, std::max(timeout, 0ms));
     if (items[0].revents & ZMQ_POLLIN) {
       zmq::message_t identity, body;
       while (control_.recv(identity, zmq::recv_flags::dontwait)) {
@@ -198,21 +329,30 @@ private:
         auto message = transport::decode_control(body.to_string_view());
         if (message && is_client_command(*message)) handle_client(identity.to_string(), *message);
         else if (message) handle_message(*message);
-        if (ended_) return false;
+        if (ended_ || restart_pending_) return false;
       }
     }
     if (items[1].revents & ZMQ_POLLIN)
       while (int sig = signals_.next()) {
         handle_signal(sig);
-        if (ended_) return false;
+        if (ended_ || restart_pending_) return false;
       }
-    return !ended_;
+    return !ended_ && !restart_pending_;
+  }
+
+  std::chrono::milliseconds until_next_duty() const {
+    auto now = Clock::now();
+    auto next = now + 1000ms;
+    if (checkpoints_.interval.count() > 0 && !pending_) next = std::min(next, next_trigger_);
+    if (pending_) next = std::min(next, pending_->deadline);
+    return std::max(0ms, std::chrono::duration_cast<std::chrono::milliseconds>(next - now) + 1ms);
   }
 
   void handle_message(const transport::ControlMessage& m) {
     auto index = static_cast<std::size_t>(m.get_int("task", -1));
-    if (index >= tasks_.size()) return;
+    if (index >= tasks_.size() || m.get_int("attempt", -1) != attempt_) return; // an older attempt's
     TaskRuntime& t = tasks_[index];
+    t.last_seen = Clock::now();
     if (m.type == "READY") {
       t.ready = true;
       t.endpoint = m.get("endpoint");
@@ -221,37 +361,235 @@ private:
     } else if (m.type == "FINISHED") {
       t.finished = true;
       t.metrics = decode_metrics(m.get("metrics"));
+      // A finished task takes no more checkpoints; the end of the job commits everything.
+      if (pending_) abort_checkpoint(t.label + " finished its input first", false);
+    } else if (m.type == "ACK") {
+      on_ack(index, m);
+    } else if (m.type == "DECLINE") {
+      if (pending_ && static_cast<std::uint64_t>(m.get_int("checkpoint", 0)) == pending_->id)
+        abort_checkpoint(t.label + " could not write its snapshot: " + m.get("message"), true);
+    } else if (m.type == "EXHAUSTED") {
+      on_source_exhausted();
     } else if (m.type == "FAILED" && m.get("kind") == "output_closed") {
       // Like `yes | head`: the reader has what it wanted; end quietly, as SIGPIPE would.
       log_.info("the reader of stdout has gone: stopping the job");
       outcome_.exit_code = exit_code_for(ErrorKind::OutputClosed);
       fail("");
-    } else if (m.type == "FAILED") {
+    } else if (m.type == "FAILED" && m.get("kind") == "snapshot") {
+      outcome_.exit_code = exit_code_for(ErrorKind::Snapshot);
       fail(m.get("message") + " (in " + m.get("chain") + ")");
+    } else if (m.type == "FAILED") {
+      task_failed(m.get("message") + " (in " + m.get("chain") + ")", true);
     }
+  }
+
+  // --- Checkpoints ---
+
+  bool is_source_task(const TaskRuntime& t) const {
+    const auto& chain = job_.plan.chains[static_cast<std::size_t>(t.task->chain)];
+    return job_.spec.nodes[chain.nodes.front()].role == pipeline::NodeRole::Source;
+  }
+
+  void maybe_trigger_checkpoint(Clock::time_point now) {
+    if (checkpoints_.interval.count() == 0 || pending_ || stopping_ || now < next_trigger_) return;
+    next_trigger_ = now + checkpoints_.interval;
+    if (exhausted_sources_ > 0 || !all_of([](const TaskRuntime& t) { return !t.finished; })) return;
+    trigger(checkpoints_.root / ("chk-" + std::to_string(next_checkpoint_id_)), false, false, "");
+  }
+
+  // Tells every source task to snapshot and inject barrier N; true when it went out.
+  bool trigger(const std::filesystem::path& dir, bool savepoint, bool stop_after, const std::string& client) {
+    std::uint64_t id = next_checkpoint_id_++;
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      std::string why = "cannot create '" + dir.string() + "': " + ec.message();
+      log_.error("{} {} failed: {}; the job goes on", savepoint ? "savepoint" : "checkpoint", id, why);
+      if (!client.empty()) reply(client, transport::ControlMessage{"ERROR", {}}.set("message", why));
+      return false;
+    }
+    PendingCheckpoint p;
+    p.id = id;
+    p.dir = dir;
+    p.savepoint = savepoint;
+    p.stop_after = stop_after;
+    p.client = client;
+    p.started = Clock::now();
+    p.deadline = p.started + checkpoints_.timeout;
+    p.files.resize(tasks_.size());
+    pending_ = std::move(p);
+    transport::ControlMessage message{"TRIGGER", {}};
+    message.set("checkpoint", std::to_string(id)).set("dir", dir.string()).set("stop", stop_after ? "1" : "0");
+    for (const auto& t : tasks_)
+      if (is_source_task(t)) send(t, message);
+    log_.debug("{} {} triggered into {}", savepoint ? "savepoint" : "checkpoint", id, dir.string());
+    return true;
+  }
+
+  void on_ack(std::size_t index, const transport::ControlMessage& m) {
+    if (!pending_ || static_cast<std::uint64_t>(m.get_int("checkpoint", 0)) != pending_->id) return;
+    if (pending_->files[index]) return;
+    const TaskRuntime& t = tasks_[index];
+    const auto& chain = job_.plan.chains[static_cast<std::size_t>(t.task->chain)];
+    CheckpointTaskFile f;
+    f.file = m.get("file");
+    for (std::size_t n : chain.nodes) f.nodes.push_back(job_.spec.nodes[n].name);
+    f.subtask = t.task->subtask;
+    f.parallelism = chain.parallelism;
+    f.bytes = static_cast<std::uint64_t>(m.get_int("bytes", 0));
+    pending_->files[index] = std::move(f);
+    if (++pending_->acked == tasks_.size()) complete_checkpoint();
+  }
+
+  // Every task's file is durable: _metadata, written last, makes the checkpoint complete;
+  // then the sinks may publish what it covers (two-phase commit).
+  void complete_checkpoint() {
+    PendingCheckpoint p = std::move(*pending_);
+    pending_.reset();
+    CheckpointMetadata metadata;
+    metadata.kind = p.savepoint ? "savepoint" : "checkpoint";
+    metadata.job_name = job_.spec.name;
+    metadata.job_id = outcome_.job_id;
+    metadata.checkpoint_id = p.id;
+    metadata.created_at_ms = operators::wall_clock_ms();
+    metadata.max_parallelism = job_.spec.max_parallelism;
+    std::uint64_t bytes = 0;
+    for (auto& f : p.files) {
+      bytes += f->bytes;
+      metadata.tasks.push_back(std::move(*f));
+    }
+    if (auto ok = write_metadata(p.dir, metadata); !ok) {
+      pending_ = std::move(p);
+      abort_checkpoint(ok.error(), true);
+      return;
+    }
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - p.started).count();
+    if (p.savepoint) log_.info("savepoint {} complete: {} ({} bytes, {} ms)", p.id, p.dir.string(), bytes, ms);
+    else log_.debug("checkpoint {} complete: {} bytes in {} ms", p.id, bytes, ms);
+    latest_completed_ = p.dir;
+    ++completed_checkpoints_;
+    registration_->set_last_checkpoint(p.dir.string());
+    transport::ControlMessage commit{"COMMIT", {}};
+    commit.set("checkpoint", std::to_string(p.id));
+    for (const auto& t : tasks_) send(t, commit);
+    if (!p.savepoint)
+      for (const auto& problem : prune_checkpoints(checkpoints_.root, checkpoints_.retain)) log_.warn("{}", problem);
+    if (!p.client.empty()) reply(p.client, transport::ControlMessage{"OK", {}}.set("path", p.dir.string()));
+    if (p.stop_after) halt(p.dir);
+  }
+
+  // The savepoint that stops the job is complete: every task ends without publishing more.
+  void halt(const std::filesystem::path& savepoint) {
+    transport::ControlMessage halt{"HALT", {}};
+    for (const auto& t : tasks_) send(t, halt);
+    auto deadline = Clock::now() + kHaltGrace;
+    for (auto& t : tasks_) {
+      while (t.process->running() && Clock::now() < deadline) {
+        int status = 0;
+        if (::waitpid(t.process->pid(), &status, WNOHANG) == t.process->pid()) t.process->reaped(status);
+        else std::this_thread::sleep_for(5ms);
+      }
+      t.process->kill_and_reap();
+    }
+    outcome_.savepoint = savepoint;
+    final_state_ = "stopped";
+    ended_ = true;
+    log_.info("job {} stopped with savepoint {}", outcome_.job_id, savepoint.string());
+  }
+
+  // Gives up the pending checkpoint; the job goes on (SPEC §7). `error`: logged as an error
+  // (a person should act: a full disk), else as a note.
+  void abort_checkpoint(const std::string& why, bool error) {
+    PendingCheckpoint p = std::move(*pending_);
+    pending_.reset();
+    const char* what = p.savepoint ? "savepoint" : "checkpoint";
+    if (error) log_.error("{} {} failed: {}; the job goes on", what, p.id, why);
+    else log_.debug("{} {} given up: {}", what, p.id, why);
+    std::error_code ec;
+    if (!p.savepoint || p.dir.filename().string().rfind("savepoint-", 0) == 0) std::filesystem::remove_all(p.dir, ec);
+    if (!p.client.empty()) reply(p.client, transport::ControlMessage{"ERROR", {}}.set("message", what + std::string(" failed: ") + why));
+    if (!p.stop_after) return;
+    if (p.at_end) {
+      log_.error("the savepoint at the end of input failed: draining the job instead");
+      request_stop();
+    } else {
+      // The sources stopped emitting for a stop that will not happen: let them go on.
+      for (const auto& t : tasks_)
+        if (is_source_task(t)) send(t, transport::ControlMessage{"RESUME", {}});
+    }
+  }
+
+  void check_checkpoint_timeout(Clock::time_point now) {
+    if (pending_ && now >= pending_->deadline)
+      abort_checkpoint("not every task acknowledged it within [checkpoint] timeout (" +
+                           std::to_string(checkpoints_.timeout.count()) + " ms)",
+                       true);
+  }
+
+  // --savepoint-on-exit: once every source has read all its input, a savepoint ends the run.
+  void on_source_exhausted() {
+    std::size_t sources = 0;
+    for (const auto& t : tasks_) sources += is_source_task(t) ? 1 : 0;
+    if (++exhausted_sources_ < sources) return;
+    if (pending_) abort_checkpoint("the input has ended", false);
+    log_.info("all input read: taking a savepoint instead of draining");
+    if (trigger(default_savepoint_dir(), true, true, "")) pending_->at_end = true;
+    else request_stop();
+  }
+
+  std::filesystem::path default_savepoint_dir() const {
+    return checkpoints_.root / ("savepoint-" + utc_stamp() + "-" + std::to_string(next_checkpoint_id_));
+  }
+
+  void check_heartbeats(Clock::time_point now) {
+    for (auto& t : tasks_) {
+      if (!t.process->running() || t.finished || now - t.last_seen < restart_.heartbeat_timeout) continue;
+      auto silent = std::chrono::duration_cast<std::chrono::seconds>(now - t.last_seen).count();
+      t.process->kill_and_reap();
+      task_failed("worker for " + t.label + " (pid " + std::to_string(t.process->pid()) + ") sent no heartbeat for " +
+                      std::to_string(silent) + " s",
+                  true);
+      return;
+    }
+  }
+
+  // A task failed or its worker died: restart per [restart], or fail the job.
+  void task_failed(std::string reason, bool restartable) {
+    if (ended_ || restart_pending_) return;
+    bool strategy = restart_.strategy != "none";
+    if (restartable && strategy && !stopping_ && attempt_ < restart_.max_attempts) {
+      if (pending_) abort_checkpoint("a task failed", false);
+      last_failure_ = std::move(reason);
+      restart_pending_ = true;
+      return;
+    }
+    if (restartable && strategy && attempt_ >= restart_.max_attempts)
+      reason += " (after " + std::to_string(attempt_) + " restart(s): [restart] max_attempts reached)";
+    fail(reason);
   }
 
   // Commands of `streamctl status|stop|cancel JOB`, from a DEALER that connects to the
   // control socket for one request (pipeline/runtime/job_client.hpp); workers never send them.
   static bool is_client_command(const transport::ControlMessage& m) {
-    return m.type == "STATUS" || m.type == "STOP_JOB" || m.type == "CANCEL_JOB";
+    return m.type == "STATUS" || m.type == "STOP_JOB" || m.type == "CANCEL_JOB" || m.type == "SAVEPOINT";
   }
 
   void handle_client(const std::string& identity, const transport::ControlMessage& m) {
-    transport::ControlMessage reply{"OK", {}};
+    if (m.type == "SAVEPOINT" || (m.type == "STOP_JOB" && m.get("drain") != "1")) {
+      request_savepoint(identity, m.get("dir"), m.type == "STOP_JOB");
+      return; // the reply comes when the savepoint completes or fails
+    }
+    transport::ControlMessage answer{"OK", {}};
     if (m.type == "STATUS") {
-      reply.set("state", stopping_ ? "stopping" : "running").set("operators", status_json());
+      answer.set("state", restart_pending_ ? "restarting" : stopping_ ? "stopping" : "running")
+          .set("operators", status_json())
+          .set("last_checkpoint", latest_completed_ ? latest_completed_->string() : "")
+          .set("attempt", std::to_string(attempt_));
     } else if (m.type == "STOP_JOB") {
-      log_.warn("stop requested by streamctl stop: stopping the job gracefully");
+      log_.warn("stop requested by streamctl stop --drain: stopping the job gracefully");
       request_stop();
     }
-    std::string body = transport::encode_control(reply);
-    try {
-      control_.send(zmq::buffer(identity), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
-      control_.send(zmq::buffer(body), zmq::send_flags::dontwait);
-    } catch (const zmq::error_t&) {
-      // The client went away; nothing to tell it.
-    }
+    reply(identity, answer);
     if (m.type == "CANCEL_JOB") {
       log_.warn("cancelled by streamctl cancel");
       outcome_.exit_code = 1;
@@ -259,6 +597,33 @@ private:
       cancel_all();
       final_state_ = "cancelled";
       ended_ = true;
+    }
+  }
+
+  // `streamctl savepoint JOB [--dir]`, and `stop JOB` (a savepoint, then the job halts).
+  void request_savepoint(const std::string& client, const std::string& dir, bool stop_after) {
+    auto refuse = [&](const std::string& why) {
+      reply(client, transport::ControlMessage{"ERROR", {}}.set("message", why));
+    };
+    if (stopping_ || restart_pending_) return refuse("the job is stopping or restarting");
+    if (!all_of([](const TaskRuntime& t) { return t.ready && !t.finished; }))
+      return refuse("the job is starting or finishing; try again");
+    if (pending_ && pending_->savepoint) return refuse("a savepoint is already in progress");
+    if (pending_) abort_checkpoint("a savepoint was requested", false);
+    if (stop_after) log_.warn("stop requested by streamctl stop: taking a savepoint, then stopping");
+    std::filesystem::path target = dir.empty() ? default_savepoint_dir()
+                                               : std::filesystem::path(dir) / ("savepoint-" + utc_stamp() + "-" +
+                                                                              std::to_string(next_checkpoint_id_));
+    trigger(target, true, stop_after, client);
+  }
+
+  void reply(const std::string& identity, const transport::ControlMessage& m) {
+    std::string body = transport::encode_control(m);
+    try {
+      control_.send(zmq::buffer(identity), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+      control_.send(zmq::buffer(body), zmq::send_flags::dontwait);
+    } catch (const zmq::error_t&) {
+      // The client went away; nothing to tell it.
     }
   }
 
@@ -333,7 +698,8 @@ private:
           // A FAILED message, if the worker managed to send one, is the better reason.
           drain_messages();
           if (!ended_ && !(t.finished && clean))
-            fail("worker for " + t.label + " (pid " + std::to_string(pid) + ") " + t.process->describe_exit());
+            task_failed("worker for " + t.label + " (pid " + std::to_string(pid) + ") " + t.process->describe_exit(),
+                        true);
         }
       }
     }
@@ -341,9 +707,11 @@ private:
 
   void drain_messages() {
     zmq::message_t identity, body;
-    while (!ended_ && control_.recv(identity, zmq::recv_flags::dontwait)) {
+    while (!ended_ && !restart_pending_ && control_.recv(identity, zmq::recv_flags::dontwait)) {
       if (!control_.recv(body, zmq::recv_flags::dontwait)) break;
-      if (auto m = transport::decode_control(body.to_string_view())) handle_message(*m);
+      auto m = transport::decode_control(body.to_string_view());
+      if (m && is_client_command(*m)) handle_client(identity.to_string(), *m);
+      else if (m) handle_message(*m);
     }
   }
 
@@ -408,6 +776,20 @@ private:
 
   const LoadedJob& job_;
   const RunOptions& options_;
+  CheckpointSettings checkpoints_;
+  RestartSettings restart_;
+  std::unique_ptr<CheckpointDirLock> lock_;
+  std::string control_endpoint_;
+  int attempt_ = 0;
+  bool restart_pending_ = false;
+  std::string last_failure_;
+  std::filesystem::path restore_from_;
+  std::optional<std::filesystem::path> latest_completed_;
+  std::optional<PendingCheckpoint> pending_;
+  std::uint64_t next_checkpoint_id_ = 1;
+  std::uint64_t completed_checkpoints_ = 0;
+  std::size_t exhausted_sources_ = 0;
+  Clock::time_point next_trigger_{};
   spdlog::logger& log_;
   SignalChannel signals_;
   zmq::context_t context_;

@@ -1,8 +1,11 @@
 #pragma once
 // The coordinator: what `streamctl run` becomes once the job is planned. It registers the job
 // under the state dir, starts one worker process per task, tells each where its peers are,
-// watches them (control messages, SIGCHLD), and ends the job: finished when every task has
-// finished, failed when one fails or dies, stopped or cancelled on SIGINT/SIGTERM.
+// watches them (control messages, heartbeats, SIGCHLD), takes checkpoints (SPEC §7: triggers
+// the sources, collects every task's acknowledgement, writes _metadata last, lets the sinks
+// commit), restarts the job from its latest checkpoint when a worker dies, per [restart], and
+// ends the job: finished when every task has finished, failed when one fails and restarts
+// are used up, stopped (with a savepoint, or drained) or cancelled.
 
 #include <filesystem>
 #include <functional>
@@ -22,14 +25,22 @@ struct RunOptions {
   // Called once the job is registered (its id and directory exist), before any worker
   // starts: `run --detach` moves its output into the job directory and lets its parent go.
   std::function<void(const std::string& job_id, const std::filesystem::path& job_dir)> on_registered;
+  // A checkpoint or savepoint directory to start from (--from-savepoint, --resume).
+  std::filesystem::path restore;
+  bool allow_non_restored_state = false;
+  // At the end of bounded input, take a savepoint instead of draining (--savepoint-on-exit).
+  bool savepoint_on_exit = false;
 };
 
 struct RunOutcome {
   int exit_code = 0; // SPEC §2: 0, 1 failed, 130 SIGINT, 143 SIGTERM
   std::string job_id;
   std::string error; // why the job failed, when it did
+  std::filesystem::path savepoint; // the savepoint the job ended with, if it did
 };
 
+// Throws Error(Snapshot) when options.restore cannot be read or does not fit the pipeline,
+// Error(Usage) when the checkpoint directory cannot be written: nothing is started then.
 RunOutcome run_job(const LoadedJob& job, const RunOptions& options, spdlog::logger& log);
 
 } // namespace streamctl::runtime

@@ -63,7 +63,8 @@ void JobRegistration::update(const std::string& state, const std::map<std::strin
                      ",\n  \"state\": " + json_string(state) + ",\n  \"started\": " + json_string(started_) +
                      ",\n  \"updated\": " + json_string(utc_now("%Y-%m-%dT%H:%M:%SZ")) +
                      ",\n  \"coordinator_pid\": " + std::to_string(::getpid()) +
-                     ",\n  \"control\": " + json_string(control_endpoint_) + ",\n  \"tasks\": [";
+                     ",\n  \"control\": " + json_string(control_endpoint_) +
+                     ",\n  \"last_checkpoint\": " + json_string(last_checkpoint_) + ",\n  \"tasks\": [";
   bool first = true;
   for (const auto& [label, pid] : pids) {
     json += first ? "\n" : ",\n";

@@ -28,6 +28,9 @@ public:
   void write_pipeline(const std::string& text, const std::vector<std::string>& overrides) const;
   // The coordinator's control socket, written into job.json for `streamctl status|stop|cancel`.
   void set_control_endpoint(std::string endpoint) { control_endpoint_ = std::move(endpoint); }
+  // The latest completed checkpoint or savepoint, written into job.json for `list` and
+  // `restart JOB`.
+  void set_last_checkpoint(std::string path) { last_checkpoint_ = std::move(path); }
   // Rewrites job.json atomically (temp file, rename).
   void update(const std::string& state, const std::map<std::string, int>& pids);
   void remove_sockets() const;
@@ -39,6 +42,7 @@ private:
   std::filesystem::path socket_dir_;
   std::string started_;
   std::string control_endpoint_;
+  std::string last_checkpoint_;
 };
 
 } // namespace streamctl::runtime

@@ -138,6 +138,12 @@ void OutputRouter::send_watermark(std::int64_t watermark) {
   send_to_all(transport::FrameKind::Watermark, payload);
 }
 
+void OutputRouter::send_barrier(const transport::BarrierPayload& barrier) {
+  std::string payload;
+  transport::write_barrier_payload(barrier, payload);
+  send_to_all(transport::FrameKind::Barrier, payload);
+}
+
 void OutputRouter::send_idle() {
   std::string payload;
   transport::write_watermark_payload(watermark_sent_, true, payload);

@@ -50,6 +50,9 @@ public:
   // Flushes each channel, then sends the watermark on it, so it never overtakes records. Does
   // nothing when it has not advanced.
   void send_watermark(std::int64_t watermark);
+  // Flushes each channel, then sends checkpoint barrier `barrier` on it: everything this
+  // subtask emitted before goes before it (SPEC §7).
+  void send_barrier(const transport::BarrierPayload& barrier);
   // Tells downstream not to wait for this subtask's watermark until it sends data again.
   void send_idle();
 

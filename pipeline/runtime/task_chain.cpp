@@ -1,16 +1,20 @@
 #include "pipeline/runtime/task_chain.hpp"
 
+#include "pipeline/runtime/checkpoint_restore.hpp"
+
 namespace streamctl::runtime {
 
 using pipeline::NodeRole;
 
 TaskChain::TaskChain(const pipeline::PipelineSpec& spec, const pipeline::PhysicalPlan& plan,
                      const pipeline::Task& task, const operators::Registry& registry,
-                     state::FieldNames& names, Warn warn)
+                     state::FieldNames& names, Warn warn, std::filesystem::path spool_dir)
     : spec_(spec) {
   const pipeline::Chain& chain = plan.chains[static_cast<std::size_t>(task.chain)];
   node_indices_ = chain.nodes;
   label_ = pipeline::chain_label(spec, chain) + "[" + std::to_string(task.subtask) + "]";
+  key_groups_ = state::key_group_range(task.subtask, chain.parallelism,
+                                       static_cast<std::uint32_t>(spec.max_parallelism));
   contexts_.reserve(node_indices_.size());
   for (std::size_t index : node_indices_) {
     const pipeline::NodeSpec& node = spec.nodes[index];
@@ -22,6 +26,7 @@ TaskChain::TaskChain(const pipeline::PipelineSpec& spec, const pipeline::Physica
     ctx.parallelism = chain.parallelism;
     ctx.names = &names;
     ctx.errors = errors_.back().get();
+    ctx.checkpoint_dir = spool_dir;
     // The planner ends a chain at a node whose late output is read, so only the tail has one.
     for (const auto& e : plan.edges)
       if (e.from_node == index && e.from_port == pipeline::kLateOutput) ctx.late_output = &late_;
@@ -115,6 +120,15 @@ void TaskChain::run_from(std::size_t first_operator, const state::Batch& in, con
 }
 
 void TaskChain::finish(const Emit& emit) {
+  finish_operators(emit);
+  finish_sink();
+}
+
+void TaskChain::finish_sink() {
+  if (sink_) sink_->finish();
+}
+
+void TaskChain::finish_operators(const Emit& emit) {
   push_watermark(operators::kWatermarkMax, emit);
   const std::size_t offset = source_ ? 1 : 0;
   for (std::size_t k = 0; k < operators_.size(); ++k) {
@@ -123,11 +137,92 @@ void TaskChain::finish(const Emit& emit) {
     metrics_[offset + k].records_out += held.size();
     if (!held.empty()) run_from(k + 1, held, emit);
   }
-  if (sink_) sink_->finish();
 }
 
 void TaskChain::abort() {
   if (sink_) sink_->abort();
+}
+
+std::vector<std::string> TaskChain::node_names() const {
+  std::vector<std::string> names;
+  for (std::size_t index : node_indices_) names.push_back(spec_.nodes[index].name);
+  return names;
+}
+
+std::vector<SnapshotSegment> TaskChain::snapshot(std::uint64_t checkpoint_id) {
+  std::vector<SnapshotSegment> segments;
+  const std::size_t offset = source_ ? 1 : 0;
+  auto name_of = [&](std::size_t chain_position) { return spec_.nodes[node_indices_[chain_position]].name; };
+  if (source_) {
+    SnapshotSegment s{name_of(0), state::SegmentKind::SourcePosition, state::no_key_group, {}};
+    source_->snapshot_position(s.bytes);
+    segments.push_back(std::move(s));
+  }
+  for (std::size_t k = 0; k < operators_.size(); ++k) {
+    const operators::Operator& op = *operators_[k];
+    if (!op.has_state()) continue;
+    for (std::uint32_t group = key_groups_.first; group < key_groups_.end; ++group) {
+      SnapshotSegment s{name_of(offset + k), state::SegmentKind::Keyed, group, {}};
+      op.snapshot_key_group(group, s.bytes);
+      if (!s.bytes.empty()) segments.push_back(std::move(s));
+    }
+    SnapshotSegment s{name_of(offset + k), state::SegmentKind::Subtask, state::no_key_group, {}};
+    op.snapshot_subtask_state(s.bytes);
+    if (!s.bytes.empty()) segments.push_back(std::move(s));
+  }
+  if (sink_) {
+    SnapshotSegment s{name_of(node_indices_.size() - 1), state::SegmentKind::SinkPending, state::no_key_group, {}};
+    sink_->pre_commit(checkpoint_id, s.bytes);
+    segments.push_back(std::move(s));
+  }
+  return segments;
+}
+
+void TaskChain::commit(std::uint64_t checkpoint_id) {
+  if (sink_) sink_->commit(checkpoint_id);
+}
+
+namespace {
+std::vector<std::string_view> views_of(const std::vector<std::string>& all) {
+  return std::vector<std::string_view>(all.begin(), all.end());
+}
+[[noreturn]] void restore_failed(const std::string& node, const std::string& why) {
+  throw Error(ErrorKind::Snapshot, "cannot restore the state of '" + node + "': " + why);
+}
+} // namespace
+
+void TaskChain::restore(CheckpointRestore& restore) {
+  const std::size_t offset = source_ ? 1 : 0;
+  for (std::size_t position = 0; position < node_indices_.size(); ++position) {
+    const std::string& name = spec_.nodes[node_indices_[position]].name;
+    if (!restore.has_node(name)) continue; // a node new in this pipeline starts empty
+    auto subtask_state = [&](state::SegmentKind kind) {
+      auto all = restore.per_subtask(name, kind);
+      if (!all) restore_failed(name, all.error());
+      return std::move(*all);
+    };
+    if (position == 0 && source_) {
+      auto positions = subtask_state(state::SegmentKind::SourcePosition);
+      if (auto ok = source_->restore_position(views_of(positions)); !ok) restore_failed(name, ok.error());
+      continue;
+    }
+    if (sink_ && position == node_indices_.size() - 1) {
+      auto pending = subtask_state(state::SegmentKind::SinkPending);
+      if (auto ok = sink_->restore_pending(views_of(pending)); !ok) restore_failed(name, ok.error());
+      continue;
+    }
+    operators::Operator& op = *operators_[position - offset];
+    if (!op.has_state()) continue;
+    for (std::uint32_t group = key_groups_.first; group < key_groups_.end; ++group) {
+      auto bytes = restore.keyed(name, group);
+      if (!bytes) restore_failed(name, bytes.error());
+      if (!*bytes) continue;
+      if (auto ok = op.restore_key_group(group, **bytes); !ok)
+        restore_failed(name, "key group " + std::to_string(group) + ": " + ok.error());
+    }
+    auto subtasks = subtask_state(state::SegmentKind::Subtask);
+    if (auto ok = op.restore_subtask_state(views_of(subtasks)); !ok) restore_failed(name, ok.error());
+  }
 }
 
 std::vector<NodeMetrics> TaskChain::metrics() const {

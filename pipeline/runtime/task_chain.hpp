@@ -6,6 +6,7 @@
 // Threading: used by the worker's one task thread.
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -16,8 +17,21 @@
 #include "operators/record_error_policy.hpp"
 #include "operators/registry.hpp"
 #include "pipeline/spec/plan.hpp"
+#include "state/key_group.hpp"
+#include "state/snapshot_format.hpp"
 
 namespace streamctl::runtime {
+
+class CheckpointRestore;
+
+// One segment of a task's snapshot: serialised on the task thread, compressed and written by
+// the background writer (state/snapshot_format.hpp).
+struct SnapshotSegment {
+  std::string node;
+  state::SegmentKind kind = state::SegmentKind::Keyed;
+  std::uint32_t key_group = state::no_key_group;
+  std::string bytes;
+};
 
 struct NodeMetrics {
   std::string node;
@@ -33,9 +47,11 @@ public:
   using Emit = std::function<void(const state::Batch&, int port)>;
   using Warn = operators::RecordErrorPolicy::Warn;
 
+  // `spool_dir`: where sources that cannot seek keep what they read (empty: the job takes no
+  // checkpoints).
   TaskChain(const pipeline::PipelineSpec& spec, const pipeline::PhysicalPlan& plan,
             const pipeline::Task& task, const operators::Registry& registry,
-            state::FieldNames& names, Warn warn);
+            state::FieldNames& names, Warn warn, std::filesystem::path spool_dir = {});
 
   operators::Source* source() { return source_.get(); }
   bool has_sink() const { return sink_ != nullptr; }
@@ -59,6 +75,25 @@ public:
   void finish(const Emit& emit);
   void abort();
 
+  // --- Checkpoints (SPEC §7) ---
+  // The key groups this subtask owns.
+  state::KeyGroupRange key_groups() const { return key_groups_; }
+  std::vector<std::string> node_names() const;
+  // The chain's state for checkpoint `checkpoint_id`, between batches: the source's
+  // position, each operator's key groups and subtask state, and the sink's pre-commit (which
+  // closes its output in progress, so it is called once per checkpoint).
+  std::vector<SnapshotSegment> snapshot(std::uint64_t checkpoint_id);
+  // The checkpoint `checkpoint_id` completed: the sink publishes what it prepared for it.
+  void commit(std::uint64_t checkpoint_id);
+  // Before the first record: takes this subtask's share of the state in `restore`. Throws
+  // Error(Snapshot) naming the node when a segment cannot be read or an operator refuses it.
+  void restore(CheckpointRestore& restore);
+  // All input has ended: operators emit what they hold, but the sink does not publish yet
+  // (finish_sink does, once the whole job has finished), so that a restart before then
+  // publishes nothing twice.
+  void finish_operators(const Emit& emit);
+  void finish_sink();
+
   std::vector<NodeMetrics> metrics() const;
 
 private:
@@ -80,6 +115,7 @@ private:
   std::vector<state::Batch> scratch_; // output batch of each operator
   state::Batch late_;                 // late records of the tail, when its late output is read
   std::vector<NodeMetrics> metrics_;  // one per node, chain order
+  state::KeyGroupRange key_groups_;
 };
 
 } // namespace streamctl::runtime

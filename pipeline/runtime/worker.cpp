@@ -1,11 +1,15 @@
 #include "pipeline/runtime/worker.hpp"
 
+#include <deque>
 #include <fstream>
 #include <sstream>
 
 #include <zmq.hpp>
 
 #include "operators/registry.hpp"
+#include "pipeline/runtime/async_snapshot_writer.hpp"
+#include "pipeline/runtime/barrier_aligner.hpp"
+#include "pipeline/runtime/checkpoint_restore.hpp"
 #include "operators/wall_clock.hpp"
 #include "pipeline/runtime/job_loader.hpp"
 #include "pipeline/runtime/job_metrics.hpp"
@@ -26,6 +30,9 @@ namespace {
 using namespace std::chrono_literals;
 
 struct Cancelled {};
+// The coordinator ends the task after a savepoint that stops the job: nothing more is
+// published, open windows stay in the savepoint.
+struct Halted {};
 
 constexpr auto kHeartbeatEvery = 1s;
 constexpr auto kProcessingTimeTick = 100ms;
@@ -36,6 +43,7 @@ public:
       : options_(options), log_(log), control_(context_, zmq::socket_type::dealer) {}
 
   ~Worker() {
+    snapshot_writer_.reset();
     // Close every socket before the context is destroyed (zmq_ctx_term waits for them).
     gate_.reset();
     router_.reset();
@@ -50,21 +58,30 @@ public:
       setup();
       if (chain_->source() != nullptr) run_source_loop();
       else run_input_loop();
-      chain_->finish(emitter());
+      chain_->finish_operators(emitter());
       if (router_) router_->send_end_of_input();
       log_.debug("{} finished: sent {} records in {} batches", chain_->label(), router_->records_sent(),
                  router_->batches_sent());
       send(transport::ControlMessage{"FINISHED", {}}
-               .set("task", std::to_string(options_.task))
                .set("metrics", encode_metrics(chain_->metrics())));
       await_release();
+      // The whole job has finished: only now is the last output published, so that a
+      // restart before this point publishes nothing twice.
+      chain_->finish_sink();
+      return 0;
+    } catch (const Halted&) {
+      if (chain_) chain_->abort();
+      log_.debug("task {} halted after a savepoint", options_.task);
       return 0;
     } catch (const Cancelled&) {
       if (chain_) chain_->abort();
       log_.debug("task {} cancelled", options_.task);
       return 2;
     } catch (const Error& e) {
-      return report_failure(e.what(), e.kind() == ErrorKind::OutputClosed ? "output_closed" : "error");
+      const char* kind = e.kind() == ErrorKind::OutputClosed ? "output_closed"
+                         : e.kind() == ErrorKind::Snapshot   ? "snapshot"
+                                                               : "error";
+      return report_failure(e.what(), kind);
     } catch (const std::exception& e) {
       return report_failure(e.what(), "error");
     }
@@ -76,7 +93,6 @@ private:
     std::string where = chain_ ? chain_->label() : "task " + std::to_string(options_.task);
     log_.debug("{} failed: {}", where, message);
     send(transport::ControlMessage{"FAILED", {}}
-             .set("task", std::to_string(options_.task))
              .set("chain", where)
              .set("kind", kind)
              .set("message", message));
@@ -107,19 +123,26 @@ private:
     task_ = job_->plan.tasks[static_cast<std::size_t>(options_.task)];
 
     auto warn = [this](const std::string& message) { log_.warn("{}", message); };
-    chain_ = std::make_unique<TaskChain>(job_->spec, job_->plan, task_, *registry_, names_, warn);
+    chain_ = std::make_unique<TaskChain>(job_->spec, job_->plan, task_, *registry_, names_, warn, options_.spool_dir);
+    if (!options_.restore.empty()) {
+      auto restore = CheckpointRestore::open(options_.restore);
+      if (!restore) throw Error(ErrorKind::Snapshot, restore.error());
+      chain_->restore(*restore);
+      log_.debug("{} restored from {}", chain_->label(), options_.restore.string());
+    }
+    exactly_once_ = job_->spec.root["checkpoint"]["mode"].value_or(std::string("exactly-once")) != "at-least-once";
 
     std::string endpoint;
     if (!job_->plan.edges_into(task_.chain).empty()) {
       std::string bind = options_.transport == "tcp"
                              ? std::string("tcp://127.0.0.1:*")
-                             : "ipc://" + (options_.socket_dir / ("task-" + std::to_string(task_.id) + ".sock")).string();
+                             : "ipc://" + (options_.socket_dir / ("task-" + std::to_string(task_.id) + "-" +
+                                                                  std::to_string(options_.attempt) + ".sock"))
+                                              .string();
       gate_ = std::make_unique<transport::InputGate>(context_, bind);
       endpoint = gate_->endpoint();
     }
-    send(transport::ControlMessage{"READY", {}}
-             .set("task", std::to_string(options_.task))
-             .set("endpoint", endpoint));
+    send(transport::ControlMessage{"READY", {}}.set("endpoint", endpoint));
 
     // Wait for the coordinator to say where every task's input gate is.
     std::map<int, std::string> endpoints;
@@ -129,6 +152,7 @@ private:
       if (message->type == "START") {
         for (const auto& [key, value] : message->fields)
           if (key.rfind("endpoint.", 0) == 0) endpoints[std::stoi(key.substr(9))] = value;
+        savepoint_at_end_ = message->get("at_end") == "savepoint";
         break;
       }
       handle_control(*message);
@@ -148,7 +172,18 @@ private:
     bool idle = false;
     for (;;) {
       drain_control();
+      take_triggered_checkpoints();
+      report_snapshots();
       if (stop_requested_) break;
+      if (source_halted_) {
+        // After a stopping savepoint's barrier, or at the end of input when the job ends
+        // with a savepoint: emit nothing more, and wait for the coordinator.
+        auto now = Clock::now();
+        router_->flush_due(now);
+        heartbeat(now);
+        wait_for_input(-1, now, std::chrono::milliseconds(50));
+        continue;
+      }
       batch.clear();
       auto status = source.poll(batch, settings_.batch_size);
       auto now = Clock::now();
@@ -159,6 +194,13 @@ private:
       }
       // The watermark follows the data, at least once per batch (SPEC §7).
       if (auto watermark = chain_->take_source_watermark()) advance_watermark(*watermark);
+      if (status == operators::SourceStatus::End && savepoint_at_end_) {
+        // SPEC §7: the run ends with a savepoint, not a drain; open windows wait in it.
+        router_->flush_all();
+        send(transport::ControlMessage{"EXHAUSTED", {}});
+        source_halted_ = exhausted_ = true;
+        continue;
+      }
       if (status == operators::SourceStatus::End) break;
       if (idle_timeout.count() > 0 && !idle && now - last_data >= idle_timeout) {
         router_->send_idle();
@@ -172,53 +214,139 @@ private:
   }
 
   void run_input_loop() {
-    auto emit = emitter();
     const int expected = job_->plan.input_channel_count(task_.chain, task_.subtask);
-    WatermarkTracker watermarks(expected);
-    int ended = 0;
+    watermarks_ = std::make_unique<WatermarkTracker>(expected);
+    aligner_ = std::make_unique<BarrierAligner>(expected, exactly_once_);
     zmq::message_t message;
-    while (ended < expected) {
+    while (ended_channels_ < expected) {
       auto now = Clock::now();
-      auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(until_next_timer(now));
+      auto timeout = aligner_->has_replay()
+                         ? std::chrono::milliseconds(0)
+                         : std::chrono::duration_cast<std::chrono::milliseconds>(until_next_timer(now));
       zmq::pollitem_t items[] = {{gate_->socket().handle(), 0, ZMQ_POLLIN, 0},
                                  {control_.handle(), 0, ZMQ_POLLIN, 0}};
       zmq::poll(items, 2, timeout);
       if (items[1].revents & ZMQ_POLLIN) drain_control();
-      for (int k = 0; k < 64 && ended < expected && gate_->try_receive(message); ++k) {
-        auto header = transport::read_frame_header(
-            std::string_view(static_cast<const char*>(message.data()), message.size()));
-        if (!header) throw Error(ErrorKind::Internal, "received a malformed data frame");
-        std::string_view payload(static_cast<const char*>(message.data()) + transport::kFrameHeaderSize,
-                                 message.size() - transport::kFrameHeaderSize);
-        if (header->kind == transport::FrameKind::EndOfInput) {
-          ++ended;
-          log_.debug("end of input on channel {:#x} after {} frames ({} of {})", header->channel, header->sequence,
-                     ended, expected);
-          if (auto w = watermarks.on_end(header->channel); w && ended < expected) advance_watermark(*w);
-          continue;
-        }
-        if (header->kind == transport::FrameKind::Watermark) {
-          auto w = transport::read_watermark_payload(payload);
-          if (!w) throw Error(ErrorKind::Internal, "received a malformed watermark frame");
-          auto advanced = w->idle ? watermarks.on_idle(header->channel)
-                                  : watermarks.on_watermark(header->channel, w->watermark);
-          if (advanced) advance_watermark(*advanced);
-          continue;
-        }
-        if (header->kind != transport::FrameKind::Data) continue;
-        if (auto w = watermarks.on_data(header->channel)) advance_watermark(*w);
-        // Moving a small message moves its bytes (ZeroMQ keeps them inline): view it anew.
-        auto owned = std::make_shared<zmq::message_t>(std::move(message));
-        payload = std::string_view(static_cast<const char*>(owned->data()) + transport::kFrameHeaderSize,
-                                   owned->size() - transport::kFrameHeaderSize);
-        auto batch = state::decode_batch(payload, owned, names_);
-        if (!batch) throw Error(ErrorKind::Internal, "received a corrupt batch: " + batch.error());
-        chain_->push(*batch, emit, header->input_index);
+      for (int k = 0; k < 64 && ended_channels_ < expected; ++k) {
+        if (!aligner_->take_replay(message) && !gate_->try_receive(message)) break;
+        handle_frame(std::move(message), expected);
       }
+      report_snapshots();
       now = Clock::now();
       tick_processing_time(now);
       router_->flush_due(now);
       heartbeat(now);
+    }
+  }
+
+  void handle_frame(zmq::message_t&& message, int expected) {
+    auto header = transport::read_frame_header(
+        std::string_view(static_cast<const char*>(message.data()), message.size()));
+    if (!header) throw Error(ErrorKind::Internal, "received a malformed data frame");
+    if (aligner_->blocked(header->channel)) {
+      aligner_->hold(std::move(message));
+      return;
+    }
+    std::string_view payload(static_cast<const char*>(message.data()) + transport::kFrameHeaderSize,
+                             message.size() - transport::kFrameHeaderSize);
+    switch (header->kind) {
+    case transport::FrameKind::EndOfInput: {
+      ++ended_channels_;
+      log_.debug("end of input on channel {:#x} after {} frames ({} of {})", header->channel, header->sequence,
+                 ended_channels_, expected);
+      if (auto w = watermarks_->on_end(header->channel); w && ended_channels_ < expected) advance_watermark(*w);
+      if (aligner_->on_end(header->channel) == BarrierAligner::Outcome::Complete) complete_alignment();
+      return;
+    }
+    case transport::FrameKind::Watermark: {
+      auto w = transport::read_watermark_payload(payload);
+      if (!w) throw Error(ErrorKind::Internal, "received a malformed watermark frame");
+      auto advanced = w->idle ? watermarks_->on_idle(header->channel)
+                              : watermarks_->on_watermark(header->channel, w->watermark);
+      if (advanced) advance_watermark(*advanced);
+      return;
+    }
+    case transport::FrameKind::Barrier: {
+      auto barrier = transport::read_barrier_payload(payload);
+      if (!barrier) throw Error(ErrorKind::Internal, "received a malformed barrier frame");
+      auto outcome = aligner_->on_barrier(header->channel, barrier->checkpoint_id);
+      if (outcome == BarrierAligner::Outcome::Ignored) return;
+      aligning_barrier_ = *barrier;
+      if (outcome == BarrierAligner::Outcome::Complete) complete_alignment();
+      return;
+    }
+    case transport::FrameKind::Data: break;
+    }
+    if (auto w = watermarks_->on_data(header->channel)) advance_watermark(*w);
+    // Moving a small message moves its bytes (ZeroMQ keeps them inline): view it anew.
+    auto owned = std::make_shared<zmq::message_t>(std::move(message));
+    payload = std::string_view(static_cast<const char*>(owned->data()) + transport::kFrameHeaderSize,
+                               owned->size() - transport::kFrameHeaderSize);
+    auto batch = state::decode_batch(payload, owned, names_);
+    if (!batch) throw Error(ErrorKind::Internal, "received a corrupt batch: " + batch.error());
+    chain_->push(*batch, emitter(), header->input_index);
+  }
+
+  // Every live input has delivered the barrier: snapshot, pass it on, go on with what waited.
+  void complete_alignment() {
+    if (aligner_->held() > 0)
+      log_.debug("checkpoint {}: aligned, {} frame(s) held meanwhile", aligning_barrier_.checkpoint_id, aligner_->held());
+    take_checkpoint(aligning_barrier_);
+    aligner_->release();
+  }
+
+  // --- Checkpoints ---
+
+  // A source task snapshots and injects the barrier for each TRIGGER received.
+  void take_triggered_checkpoints() {
+    while (!triggers_.empty()) {
+      Trigger t = std::move(triggers_.front());
+      triggers_.pop_front();
+      take_checkpoint(t.barrier);
+      if (t.stop) source_halted_ = true;
+    }
+  }
+
+  // The chain's state goes to the background writer; the barrier goes downstream after
+  // everything emitted before it.
+  void take_checkpoint(const transport::BarrierPayload& barrier) {
+    auto start = Clock::now();
+    SnapshotJob job;
+    job.checkpoint_id = barrier.checkpoint_id;
+    job.path = std::filesystem::path(barrier.directory) / task_snapshot_file(task_.chain, task_.subtask);
+    job.header.job_name = job_->spec.name;
+    job.header.checkpoint_id = barrier.checkpoint_id;
+    job.header.created_at_ms = operators::wall_clock_ms();
+    job.header.max_parallelism = static_cast<std::uint32_t>(job_->spec.max_parallelism);
+    job.header.chain_id = static_cast<std::uint32_t>(task_.chain);
+    job.header.subtask = static_cast<std::uint32_t>(task_.subtask);
+    job.header.parallelism = static_cast<std::uint32_t>(job_->plan.chains[static_cast<std::size_t>(task_.chain)].parallelism);
+    job.header.key_groups = chain_->key_groups();
+    job.header.chain_nodes = chain_->node_names();
+    job.segments = chain_->snapshot(barrier.checkpoint_id);
+    if (!snapshot_writer_) snapshot_writer_ = std::make_unique<AsyncSnapshotWriter>();
+    snapshot_writer_->submit(std::move(job));
+    router_->send_barrier(barrier);
+    log_.debug("checkpoint {}: state taken in {} ms", barrier.checkpoint_id,
+               std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
+  }
+
+  // Tells the coordinator which snapshot files are durable (ACK) or could not be written.
+  void report_snapshots() {
+    if (!snapshot_writer_) return;
+    for (const auto& done : snapshot_writer_->take_completed()) {
+      if (!done.error.empty()) {
+        send(transport::ControlMessage{"DECLINE", {}}
+                 .set("checkpoint", std::to_string(done.checkpoint_id))
+                 .set("message", done.error));
+        continue;
+      }
+      send(transport::ControlMessage{"ACK", {}}
+               .set("checkpoint", std::to_string(done.checkpoint_id))
+               .set("file", done.file_name)
+               .set("bytes", std::to_string(done.bytes))
+               .set("raw_bytes", std::to_string(done.raw_bytes))
+               .set("write_ms", std::to_string(static_cast<long long>(done.seconds * 1000))));
     }
   }
 
@@ -228,7 +356,8 @@ private:
   // end-of-input has been read.
   void await_release() {
     for (;;) {
-      auto message = receive_control(std::chrono::milliseconds(1000));
+      report_snapshots();
+      auto message = receive_control(std::chrono::milliseconds(200));
       if (message && message->type == "RELEASE") return;
       if (message) handle_control(*message);
     }
@@ -257,9 +386,9 @@ private:
   }
 
   // The source has nothing now: sleep until it may, a control message arrives, or a timer.
-  void wait_for_input(int fd, Clock::time_point now) {
+  void wait_for_input(int fd, Clock::time_point now, std::chrono::milliseconds longest = std::chrono::milliseconds(1)) {
     auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(until_next_timer(now));
-    if (fd < 0) timeout = std::min(timeout, std::chrono::milliseconds(1));
+    if (fd < 0) timeout = std::min(timeout, longest);
     zmq::pollitem_t items[] = {{control_.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, fd, ZMQ_POLLIN, 0}};
     zmq::poll(items, fd >= 0 ? 2 : 1, timeout);
   }
@@ -278,7 +407,6 @@ private:
     if (now - last_heartbeat_ < kHeartbeatEvery) return;
     last_heartbeat_ = now;
     send(transport::ControlMessage{"HEARTBEAT", {}}
-             .set("task", std::to_string(options_.task))
              .set("metrics", encode_metrics(chain_->metrics()))
              .set("backpressured_ms",
                   std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(backpressured_).count())));
@@ -302,10 +430,23 @@ private:
 
   void handle_control(const transport::ControlMessage& message) {
     if (message.type == "CANCEL") throw Cancelled{};
+    if (message.type == "HALT") throw Halted{};
     if (message.type == "STOP") stop_requested_ = true;
+    if (message.type == "RESUME" && !exhausted_) source_halted_ = false;
+    if (message.type == "TRIGGER" && chain_ && chain_->source() != nullptr) {
+      Trigger t;
+      t.barrier.checkpoint_id = static_cast<std::uint64_t>(message.get_int("checkpoint", 0));
+      t.barrier.directory = message.get("dir");
+      t.stop = message.get("stop") == "1";
+      if (t.barrier.checkpoint_id > 0 && !t.barrier.directory.empty()) triggers_.push_back(std::move(t));
+    }
+    if (message.type == "COMMIT" && chain_) chain_->commit(static_cast<std::uint64_t>(message.get_int("checkpoint", 0)));
   }
 
-  void send(const transport::ControlMessage& message) {
+  // Every message names its task and the attempt it belongs to, so that the coordinator
+  // ignores what a worker of an earlier attempt still says.
+  void send(transport::ControlMessage message) {
+    message.set("task", std::to_string(options_.task)).set("attempt", std::to_string(options_.attempt));
     std::string text = transport::encode_control(message);
     control_.send(zmq::buffer(text), zmq::send_flags::dontwait);
   }
@@ -323,6 +464,20 @@ private:
   std::unique_ptr<transport::InputGate> gate_;
   std::unique_ptr<OutputRouter> router_;
   bool stop_requested_ = false;
+  bool exactly_once_ = true;
+  bool savepoint_at_end_ = false; // the job ends with a savepoint, not a drain
+  bool source_halted_ = false;    // a source that emits nothing more
+  bool exhausted_ = false;        // ... because its input has ended
+  struct Trigger {
+    transport::BarrierPayload barrier;
+    bool stop = false; // a savepoint that stops the job: the source emits nothing after it
+  };
+  std::deque<Trigger> triggers_;
+  std::unique_ptr<AsyncSnapshotWriter> snapshot_writer_;
+  std::unique_ptr<WatermarkTracker> watermarks_;
+  std::unique_ptr<BarrierAligner> aligner_;
+  transport::BarrierPayload aligning_barrier_;
+  int ended_channels_ = 0;
   Clock::time_point last_heartbeat_{};
   Clock::time_point next_tick_{};
   Clock::duration backpressured_{};

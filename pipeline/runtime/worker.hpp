@@ -18,9 +18,13 @@ struct WorkerOptions {
   int task = 0;
   std::string coordinator;        // the coordinator's control endpoint
   std::string transport = "ipc";  // "ipc" or "tcp" for data channels
+  int attempt = 0;                // which start of the job this is (0, then one per restart)
+  std::filesystem::path restore;   // a checkpoint or savepoint to start from; empty: fresh
+  std::filesystem::path spool_dir; // where stdin is spooled; empty: the job takes no checkpoints
 };
 
-// Returns the process exit code: 0 finished, 1 failed (FAILED sent), 2 cancelled.
+// Returns the process exit code: 0 finished (or halted after a savepoint), 1 failed (FAILED
+// sent), 2 cancelled.
 int run_worker(const WorkerOptions& options, spdlog::logger& log);
 
 } // namespace streamctl::runtime

@@ -33,6 +33,7 @@ const std::vector<KeySchema>& restart_keys() {
       key("strategy", KeyType::Enum, {"none", "fixed", "exponential"}),
       key("max_attempts", KeyType::Int),
       key("delay", KeyType::Duration),
+      key("heartbeat_timeout", KeyType::Duration),
   };
   return keys;
 }

@@ -44,3 +44,16 @@ TEST_CASE("control messages round-trip values with newlines and backslashes", "[
   CHECK_FALSE(decode_control("no newline"));
   CHECK_FALSE(decode_control("T\nkey-without-equals\n"));
 }
+
+TEST_CASE("a barrier payload round-trips its checkpoint id and directory, and rejects a short one", "[transport]") {
+  std::string bytes;
+  write_barrier_payload(BarrierPayload{0x0102030405060708ULL, "/ck/jobs/chk-7"}, bytes);
+  CHECK(static_cast<unsigned char>(bytes[0]) == 0x08); // little-endian id
+  auto back = read_barrier_payload(bytes);
+  REQUIRE(back);
+  CHECK(back->checkpoint_id == 0x0102030405060708ULL);
+  CHECK(back->directory == "/ck/jobs/chk-7");
+  CHECK_FALSE(read_barrier_payload(bytes.substr(0, bytes.size() - 1)));
+  CHECK_FALSE(read_barrier_payload(bytes + "x"));
+  CHECK_FALSE(read_barrier_payload("short"));
+}

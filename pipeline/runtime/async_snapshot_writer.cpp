@@ -1,0 +1,82 @@
+#include "pipeline/runtime/async_snapshot_writer.hpp"
+
+#include <chrono>
+
+namespace streamctl::runtime {
+
+AsyncSnapshotWriter::AsyncSnapshotWriter() : thread_([this] { run(); }) {}
+
+AsyncSnapshotWriter::~AsyncSnapshotWriter() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    queue_.clear();
+  }
+  wake_.notify_one();
+  thread_.join();
+}
+
+void AsyncSnapshotWriter::submit(SnapshotJob job) {
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(std::move(job));
+  }
+  wake_.notify_one();
+}
+
+std::vector<SnapshotWritten> AsyncSnapshotWriter::take_completed() {
+  if (!has_completed_.load(std::memory_order_acquire)) return {};
+  std::lock_guard lock(mutex_);
+  has_completed_.store(false, std::memory_order_relaxed);
+  return std::exchange(completed_, {});
+}
+
+void AsyncSnapshotWriter::run() {
+  for (;;) {
+    SnapshotJob job;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    SnapshotWritten written = write(job);
+    std::lock_guard lock(mutex_);
+    completed_.push_back(std::move(written));
+    has_completed_.store(true, std::memory_order_release);
+  }
+}
+
+SnapshotWritten AsyncSnapshotWriter::write(SnapshotJob& job) {
+  auto start = std::chrono::steady_clock::now();
+  SnapshotWritten out;
+  out.checkpoint_id = job.checkpoint_id;
+  out.file_name = job.path.filename().string();
+  std::error_code ec;
+  std::filesystem::create_directories(job.path.parent_path(), ec);
+  auto writer = state::SnapshotWriter::create(job.path, std::move(job.header));
+  if (!writer) {
+    out.error = writer.error();
+    return out;
+  }
+  for (auto& segment : job.segments) {
+    if (auto ok = writer->add_segment(segment.node, segment.kind, segment.key_group, segment.bytes); !ok) {
+      out.error = ok.error();
+      return out;
+    }
+    // Free the serialised bytes as they go: the state may be as large as the task's memory.
+    std::string().swap(segment.bytes);
+  }
+  auto summary = writer->finish();
+  if (!summary) {
+    out.error = summary.error();
+    return out;
+  }
+  out.bytes = summary->file_bytes;
+  out.raw_bytes = summary->raw_bytes;
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+} // namespace streamctl::runtime

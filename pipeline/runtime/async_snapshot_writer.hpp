@@ -1,0 +1,66 @@
+#pragma once
+// The background thread that compresses, checksums and writes a task's snapshot files
+// (state/snapshot_format.hpp), so that the task goes on processing records while its state
+// goes to disk (SPEC §7: the asynchronous part of a checkpoint, as Flink's).
+//
+// Threading: submit() and take_completed() are called from the task thread; the writing
+// happens on the writer's own thread. Jobs are written in the order submitted.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pipeline/runtime/task_chain.hpp"
+#include "state/snapshot_format.hpp"
+
+namespace streamctl::runtime {
+
+struct SnapshotJob {
+  std::uint64_t checkpoint_id = 0;
+  std::filesystem::path path; // the snapshot file to write
+  state::SnapshotHeader header;
+  std::vector<SnapshotSegment> segments;
+};
+
+struct SnapshotWritten {
+  std::uint64_t checkpoint_id = 0;
+  std::string file_name;     // within its checkpoint directory
+  std::uint64_t bytes = 0;   // size of the file
+  std::uint64_t raw_bytes = 0;
+  double seconds = 0;        // time to compress and write
+  std::string error;         // empty when the file is durable
+};
+
+class AsyncSnapshotWriter {
+public:
+  AsyncSnapshotWriter();
+  // Finishes the file in hand (a half-written one is removed by SnapshotWriter) and drops
+  // the ones still queued.
+  ~AsyncSnapshotWriter();
+  AsyncSnapshotWriter(const AsyncSnapshotWriter&) = delete;
+  AsyncSnapshotWriter& operator=(const AsyncSnapshotWriter&) = delete;
+
+  void submit(SnapshotJob job);
+  // What has been written (or has failed) since the last call; cheap when nothing has.
+  std::vector<SnapshotWritten> take_completed();
+
+private:
+  void run();
+  static SnapshotWritten write(SnapshotJob& job);
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<SnapshotJob> queue_;
+  std::vector<SnapshotWritten> completed_;
+  std::atomic<bool> has_completed_{false};
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+} // namespace streamctl::runtime

@@ -1,0 +1,89 @@
+#pragma once
+// Where checkpoints live, and the _metadata file that completes one (SPEC §10):
+//
+//   CHECKPOINT_DIR/NAME/chk-N/           one snapshot file per task, then _metadata
+//   CHECKPOINT_DIR/NAME/savepoint-TIME/  the same layout, kept until a person deletes it
+//   CHECKPOINT_DIR/NAME/spool/           what sources that cannot seek (stdin) have read
+//   CHECKPOINT_DIR/NAME/lock             held (flock) by the coordinator of the running job
+//
+// _metadata is TOML, so that a person can read it (`cat`), written last and atomically
+// (state/durable_file.hpp): a directory without it is an incomplete checkpoint and is never
+// restored. Version 1:
+//
+//   format = "streamctl-checkpoint"
+//   version = 1
+//   kind = "checkpoint" | "savepoint"
+//   job_name = "page-views"
+//   job_id = "page-views-20261129-101500-1a2b"
+//   checkpoint_id = 7
+//   created_at = 1796000000000          # epoch ms
+//   max_parallelism = 128
+//   [[tasks]]                           # one per task (subtask of a fused chain)
+//   file = "chain-0-subtask-1.snap"     # relative: a savepoint can be moved as a directory
+//   nodes = ["clicks", "ok"]            # the chain, head first
+//   subtask = 1
+//   parallelism = 2
+//   bytes = 1234
+//
+// Paths are relative to the directory, so a savepoint is relocatable.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pipeline/spec/pipeline_spec.hpp"
+#include "state/error.hpp"
+
+namespace streamctl::runtime {
+
+inline constexpr const char* kMetadataFile = "_metadata";
+
+struct CheckpointTaskFile {
+  std::string file;               // relative to the checkpoint directory
+  std::vector<std::string> nodes; // head first
+  int subtask = 0;
+  int parallelism = 1;
+  std::uint64_t bytes = 0;
+};
+
+struct CheckpointMetadata {
+  std::string kind = "checkpoint"; // or "savepoint"
+  std::string job_name;
+  std::string job_id;
+  std::uint64_t checkpoint_id = 0;
+  std::int64_t created_at_ms = 0;
+  int max_parallelism = 128;
+  std::vector<CheckpointTaskFile> tasks;
+};
+
+// CHECKPOINT_DIR/NAME: `[checkpoint] dir` (relative to the pipeline file) or, by default,
+// STATE_DIR/checkpoints, then the job's name.
+std::filesystem::path checkpoint_root(const pipeline::PipelineSpec& spec, const std::filesystem::path& state_dir);
+
+// The file name of a task's snapshot in a checkpoint directory.
+std::string task_snapshot_file(int chain, int subtask);
+
+// Writes dir/_metadata durably. The directory's task files must already be durable.
+Result<void> write_metadata(const std::filesystem::path& dir, const CheckpointMetadata& metadata);
+// Reads dir/_metadata (dir may also name the _metadata file itself). Fails naming the file
+// when it is missing (an incomplete checkpoint, or not one at all) or malformed.
+Result<CheckpointMetadata> read_metadata(const std::filesystem::path& dir);
+// dir itself, or its parent when `path` names a _metadata file.
+std::filesystem::path checkpoint_dir_of(const std::filesystem::path& path);
+
+// The completed checkpoints (chk-N with _metadata) under `root`, oldest first.
+std::vector<std::filesystem::path> completed_checkpoints(const std::filesystem::path& root);
+// The checkpoint or savepoint under `root` that was completed last (by created_at, then id),
+// if any: what `run --resume` and `restart` restore.
+std::optional<std::filesystem::path> latest_restorable(const std::filesystem::path& root);
+// One more than the largest checkpoint id used under `root` (by chk-N names and savepoint
+// metadata), so ids never repeat across runs of the job.
+std::uint64_t next_checkpoint_id(const std::filesystem::path& root);
+// Deletes all but the newest `retain` completed checkpoints, and incomplete chk-N
+// directories older than the newest completed one. Savepoints are never deleted. Returns
+// what it could not delete, as messages.
+std::vector<std::string> prune_checkpoints(const std::filesystem::path& root, int retain);
+
+} // namespace streamctl::runtime

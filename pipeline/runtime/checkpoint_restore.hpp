@@ -1,0 +1,56 @@
+#pragma once
+// Reading a completed checkpoint or savepoint back for a task of a new plan, which may have
+// another parallelism and other fused chains than the plan that wrote it: state is found by
+// node name, keyed state by key group in whichever old file owned it (SPEC §7; Flink's
+// key-group reassignment on rescale).
+//
+// open() reads _metadata and every file's header and index (not the segments), so that a
+// missing, truncated or corrupt file is refused before anything starts; segments are read on
+// demand, each checked by its checksum.
+//
+// Not thread-safe: one per task thread.
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "pipeline/runtime/checkpoint_metadata.hpp"
+#include "state/error.hpp"
+#include "state/snapshot_format.hpp"
+
+namespace streamctl::runtime {
+
+class CheckpointRestore {
+public:
+  static Result<CheckpointRestore> open(const std::filesystem::path& dir);
+
+  const std::filesystem::path& dir() const { return dir_; }
+  const CheckpointMetadata& metadata() const { return metadata_; }
+  // The nodes that wrote any state segment into the snapshot.
+  const std::set<std::string>& nodes_with_state() const { return nodes_with_state_; }
+  bool has_node(const std::string& node) const;
+
+  // The keyed segment of `node` for `key_group`, or nullopt when no old subtask wrote one.
+  Result<std::optional<std::string>> keyed(const std::string& node, std::uint32_t key_group);
+  // The `kind` segment of every old subtask of `node`, indexed by old subtask (an empty
+  // string where one wrote none); empty when the node is not in the snapshot.
+  Result<std::vector<std::string>> per_subtask(const std::string& node, state::SegmentKind kind);
+
+private:
+  std::filesystem::path dir_;
+  CheckpointMetadata metadata_;
+  std::vector<state::SnapshotReader> readers_;
+  std::set<std::string> nodes_with_state_;
+};
+
+// Checks, before a job starts from `restore`, that it fits `spec`: the same max_parallelism
+// (another would move keys to other key groups), and every node that has state in it still
+// present (unless `allow_non_restored_state`). Returns the problems, empty when it fits.
+std::vector<std::string> check_restore_compatible(const CheckpointRestore& restore,
+                                                  const pipeline::PipelineSpec& spec,
+                                                  bool allow_non_restored_state);
+
+} // namespace streamctl::runtime
