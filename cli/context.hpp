@@ -48,5 +48,10 @@ void add_list_command(CLI::App& app, Context& ctx);
 void add_status_command(CLI::App& app, Context& ctx);
 void add_stop_command(CLI::App& app, Context& ctx);   // stop_command.cpp
 void add_cancel_command(CLI::App& app, Context& ctx); // stop_command.cpp
+void add_savepoint_command(CLI::App& app, Context& ctx);
+// Savepoint of a running job (and stop after it): prints the path; the exit code.
+int take_savepoint(Context& ctx, const std::string& job, const std::string& dir, bool stop);
+void add_restart_command(CLI::App& app, Context& ctx);
+void add_rescale_command(CLI::App& app, Context& ctx);
 
 } // namespace streamctl::cli

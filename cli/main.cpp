@@ -48,6 +48,9 @@ int main(int argc, char** argv) {
   cli::add_status_command(app, ctx);
   cli::add_stop_command(app, ctx);
   cli::add_cancel_command(app, ctx);
+  cli::add_savepoint_command(app, ctx);
+  cli::add_restart_command(app, ctx);
+  cli::add_rescale_command(app, ctx);
   cli::add_snapshot_command(app, ctx);
   cli::add_worker_command(app, ctx);
 

@@ -4,6 +4,7 @@
 
 #include "cli/context.hpp"
 #include "cli/detach.hpp"
+#include "pipeline/runtime/checkpoint_metadata.hpp"
 #include "pipeline/runtime/coordinator.hpp"
 
 namespace streamctl::cli {
@@ -22,6 +23,10 @@ void add_run_command(CLI::App& app, Context& ctx) {
     std::vector<std::string> overrides;
     std::string transport = "ipc";
     bool detach = false;
+    std::string from_savepoint;
+    bool resume = false;
+    bool savepoint_on_exit = false;
+    bool allow_non_restored_state = false;
   };
   auto o = std::make_shared<Options>();
   cmd->add_option("FILE", o->file, "the pipeline file")->required();
@@ -32,6 +37,15 @@ void add_run_command(CLI::App& app, Context& ctx) {
       ->check(CLI::IsMember({"ipc", "tcp"}));
   cmd->add_flag("--detach", o->detach,
                 "print the job id and return; the job runs on, its stdout and log in its directory of the state dir");
+  cmd->add_option("--from-savepoint", o->from_savepoint,
+                  "start from this savepoint or checkpoint directory (its state, source offsets, pending output)");
+  cmd->add_flag("--resume", o->resume,
+                "start from the latest savepoint or completed checkpoint of a job with the same name, if any");
+  cmd->add_flag("--savepoint-on-exit", o->savepoint_on_exit,
+                "when bounded input ends, take a savepoint instead of draining: open windows and offsets wait "
+                "in it for the next --resume");
+  cmd->add_flag("--allow-non-restored-state", o->allow_non_restored_state,
+                "restore even when the savepoint holds state of nodes the pipeline no longer has (dropped)");
   cmd->callback([&ctx, o] {
     ctx.configure_logging("streamctl");
     auto overrides = o->overrides;
@@ -42,6 +56,20 @@ void add_run_command(CLI::App& app, Context& ctx) {
     options.self_executable = self_executable();
     options.transport = o->transport;
     options.worker_log_flags = ctx.worker_log_flags();
+    options.savepoint_on_exit = o->savepoint_on_exit;
+    options.allow_non_restored_state = o->allow_non_restored_state;
+    if (!o->from_savepoint.empty() && o->resume)
+      throw Error(ErrorKind::Usage, "--from-savepoint and --resume exclude each other");
+    if (!o->from_savepoint.empty()) options.restore = std::filesystem::absolute(o->from_savepoint);
+    if (o->resume) {
+      auto root = runtime::checkpoint_root(job.spec, options.state_dir);
+      if (auto latest = runtime::latest_restorable(root)) {
+        options.restore = *latest;
+        ctx.log->info("resuming from {}", latest->string());
+      } else {
+        ctx.log->info("nothing to resume in {}: starting fresh", root.string());
+      }
+    }
     if (o->detach) {
       ctx.exit_code = run_detached(job, options, *ctx.log);
       return;

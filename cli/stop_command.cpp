@@ -7,19 +7,28 @@
 
 namespace streamctl::cli {
 
-// `stop` drains (as SIGINT to `run` does): sources end, windows fire, sinks commit. Savepoints
-// on stop come with checkpoints (issue 4); until then --drain is what stop always does.
+// `stop` takes a savepoint and then halts the job: open windows and source offsets wait in
+// the savepoint for `run --from-savepoint` or `--resume` (Flink's stop-with-savepoint).
+// `--drain` instead ends the input as if it were exhausted: every window fires, sinks commit,
+// no savepoint (as SIGINT to `run` does).
 void add_stop_command(CLI::App& app, Context& ctx) {
-  auto* cmd = app.add_subcommand("stop", "Stop a running job gracefully: sources end, sinks commit");
+  auto* cmd = app.add_subcommand("stop", "Stop a running job gracefully: a savepoint, then stop; print its path");
   auto job = std::make_shared<std::string>();
   auto drain = std::make_shared<bool>(false);
+  auto dir = std::make_shared<std::string>();
   cmd->add_option("JOB", *job, "a job id, or a job name that one job has")->required();
-  cmd->add_flag("--drain", *drain, "end the input and let every window fire (the only way for now)");
-  cmd->callback([&ctx, job] {
+  cmd->add_option("--savepoint-dir", *dir, "write the savepoint under this directory (default: the job's checkpoint directory)");
+  cmd->add_flag("--drain", *drain, "no savepoint: end the input, let every window fire, commit everything");
+  cmd->callback([&ctx, job, drain, dir] {
     ctx.configure_logging("streamctl");
+    if (*drain && !dir->empty()) throw Error(ErrorKind::Usage, "--drain takes no savepoint: drop --savepoint-dir");
+    if (!*drain) {
+      ctx.exit_code = take_savepoint(ctx, *job, *dir, true);
+      return;
+    }
     runtime::JobEntry entry = runtime::find_job(ctx.state_dir(), *job);
-    runtime::ask_job(entry, transport::ControlMessage{"STOP_JOB", {}});
-    if (!ctx.global.quiet) std::cerr << "streamctl: stopping job " << entry.id << "\n";
+    runtime::ask_job(entry, transport::ControlMessage{"STOP_JOB", {}}.set("drain", "1"));
+    if (!ctx.global.quiet) std::cerr << "streamctl: draining job " << entry.id << "\n";
     ctx.exit_code = 0;
   });
 }

@@ -18,7 +18,8 @@ Result<CheckpointRestore> CheckpointRestore::open(const fs::path& path) {
     const state::SnapshotHeader& h = reader->header();
     if (h.max_parallelism != static_cast<std::uint32_t>(r.metadata_.max_parallelism) ||
         h.subtask != static_cast<std::uint32_t>(task.subtask) ||
-        h.parallelism != static_cast<std::uint32_t>(task.parallelism) || h.chain_nodes != task.nodes)
+        h.parallelism != static_cast<std::uint32_t>(task.parallelism) || h.chain_nodes != task.nodes ||
+        h.checkpoint_id != r.metadata_.checkpoint_id)
       return fail((r.dir_ / task.file).string() + ": does not match what _metadata says of it");
     for (const auto& segment : reader->segments()) r.nodes_with_state_.insert(segment.node);
     r.readers_.push_back(std::move(*reader));

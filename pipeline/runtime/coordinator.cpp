@@ -19,6 +19,7 @@
 
 #include <sys/file.h>
 
+#include "operators/registry.hpp"
 #include "operators/wall_clock.hpp"
 #include "pipeline/runtime/checkpoint_restore.hpp"
 #include "pipeline/runtime/checkpoint_settings.hpp"
@@ -130,6 +131,7 @@ struct PendingCheckpoint {
   bool savepoint = false;
   bool stop_after = false;     // halt the job once it completes (stop, --savepoint-on-exit)
   bool at_end = false;         // taken because the input ended (--savepoint-on-exit)
+  std::optional<LoadedJob> rescaled; // a rescale: the job to start from it once it completes
   std::string client;          // the ROUTER identity of the `savepoint`/`stop` awaiting the path
   Clock::time_point started;
   Clock::time_point deadline;
@@ -153,8 +155,9 @@ public:
     if (checkpoints_.interval.count() > 0) lock_ = std::make_unique<CheckpointDirLock>(checkpoints_.root);
     if (!options_.restore.empty()) check_restore(options_.restore);
     restore_from_ = options_.restore;
+    if (!restore_from_.empty()) latest_completed_ = restore_from_;
 
-    registration_ = std::make_unique<JobRegistration>(options_.state_dir, job_.spec);
+    registration_ = std::make_unique<JobRegistration>(options_.state_dir, job_.spec, options_.reuse_job_id);
     outcome_.job_id = registration_->id();
     registration_->write_pipeline(job_.text, job_.overrides);
     if (options_.on_registered) options_.on_registered(outcome_.job_id, registration_->dir());
@@ -173,6 +176,10 @@ public:
 
     for (;;) {
       launch();
+      if (rescale_to_ && !ended_) {
+        rescale();
+        continue;
+      }
       if (restart_pending_ && !ended_ && restart()) continue;
       break;
     }
@@ -200,6 +207,27 @@ private:
       for (const auto& p : problems) text += (text.empty() ? "" : "\n") + p;
       throw Error(ErrorKind::Snapshot, text);
     }
+  }
+
+  // The savepoint of a rescale is complete and the workers are gone: start the new plan from
+  // it (SPEC §7: state redistributed by key group). The job keeps its id.
+  void rescale() {
+    job_ = std::move(*rescale_to_);
+    rescale_to_.reset();
+    tasks_.clear();
+    ++attempt_;
+    exhausted_sources_ = 0;
+    restore_from_ = *latest_completed_;
+    registration_->write_pipeline(job_.text, job_.overrides);
+    rescale_started_ = Clock::now();
+    log_.info("rescaling: restarting with {} from {}", describe_parallelism(), restore_from_.string());
+  }
+
+  std::string describe_parallelism() const {
+    std::string out;
+    for (const auto& node : job_.spec.nodes)
+      out += (out.empty() ? "" : ", ") + node.name + "=" + std::to_string(job_.spec.parallelism_of(node));
+    return out;
   }
 
   // After a failure: every worker goes, and after the strategy's delay the job starts again
@@ -283,6 +311,15 @@ private:
     for (const auto& t : tasks_) send(t, start);
     log_.info("all {} worker(s) ready: records flowing", tasks_.size());
     next_trigger_ = Clock::now() + checkpoints_.interval;
+    if (!rescale_client_.empty()) {
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - rescale_halted_).count();
+      log_.info("rescaled in {} ms (from the stop of processing to records flowing)", ms);
+      reply(rescale_client_, transport::ControlMessage{"OK", {}}
+                                 .set("path", restore_from_.string())
+                                 .set("parallelism", describe_parallelism())
+                                 .set("downtime_ms", std::to_string(ms)));
+      rescale_client_.clear();
+    }
     // A STOP sent before a worker had connected was dropped by the ROUTER: say it again.
     if (stopping_) {
       transport::ControlMessage stop{"STOP", {}};
@@ -299,7 +336,7 @@ private:
       check_heartbeats(now);
       maybe_trigger_checkpoint(now);
       check_checkpoint_timeout(now);
-      if (ended_ || restart_pending_) return;
+      if (interrupted()) return;
       if (now >= next_progress) {
         log_.info("progress: {}", describe_totals());
         next_progress += kProgressEvery;
@@ -329,16 +366,19 @@ private:
         auto message = transport::decode_control(body.to_string_view());
         if (message && is_client_command(*message)) handle_client(identity.to_string(), *message);
         else if (message) handle_message(*message);
-        if (ended_ || restart_pending_) return false;
+        if (interrupted()) return false;
       }
     }
     if (items[1].revents & ZMQ_POLLIN)
       while (int sig = signals_.next()) {
         handle_signal(sig);
-        if (ended_ || restart_pending_) return false;
+        if (interrupted()) return false;
       }
-    return !ended_ && !restart_pending_;
+    return !interrupted();
   }
+
+  // The running attempt must end: the job ended, or restarts (failure, rescale).
+  bool interrupted() const { return ended_ || restart_pending_ || rescale_to_.has_value(); }
 
   std::chrono::milliseconds until_next_duty() const {
     auto now = Clock::now();
@@ -474,12 +514,27 @@ private:
     for (const auto& t : tasks_) send(t, commit);
     if (!p.savepoint)
       for (const auto& problem : prune_checkpoints(checkpoints_.root, checkpoints_.retain)) log_.warn("{}", problem);
+    if (p.rescaled) {
+      halt_workers();
+      rescale_halted_ = Clock::now();
+      rescale_to_ = std::move(p.rescaled);
+      rescale_client_ = p.client;
+      return;
+    }
     if (!p.client.empty()) reply(p.client, transport::ControlMessage{"OK", {}}.set("path", p.dir.string()));
     if (p.stop_after) halt(p.dir);
   }
 
   // The savepoint that stops the job is complete: every task ends without publishing more.
   void halt(const std::filesystem::path& savepoint) {
+    halt_workers();
+    outcome_.savepoint = savepoint;
+    final_state_ = "stopped";
+    ended_ = true;
+    log_.info("job {} stopped with savepoint {}", outcome_.job_id, savepoint.string());
+  }
+
+  void halt_workers() {
     transport::ControlMessage halt{"HALT", {}};
     for (const auto& t : tasks_) send(t, halt);
     auto deadline = Clock::now() + kHaltGrace;
@@ -491,10 +546,6 @@ private:
       }
       t.process->kill_and_reap();
     }
-    outcome_.savepoint = savepoint;
-    final_state_ = "stopped";
-    ended_ = true;
-    log_.info("job {} stopped with savepoint {}", outcome_.job_id, savepoint.string());
   }
 
   // Gives up the pending checkpoint; the job goes on (SPEC §7). `error`: logged as an error
@@ -571,10 +622,15 @@ private:
   // Commands of `streamctl status|stop|cancel JOB`, from a DEALER that connects to the
   // control socket for one request (pipeline/runtime/job_client.hpp); workers never send them.
   static bool is_client_command(const transport::ControlMessage& m) {
-    return m.type == "STATUS" || m.type == "STOP_JOB" || m.type == "CANCEL_JOB" || m.type == "SAVEPOINT";
+    return m.type == "STATUS" || m.type == "STOP_JOB" || m.type == "CANCEL_JOB" || m.type == "SAVEPOINT" ||
+           m.type == "RESCALE";
   }
 
   void handle_client(const std::string& identity, const transport::ControlMessage& m) {
+    if (m.type == "RESCALE") {
+      request_rescale(identity, m.get("overrides"));
+      return; // the reply comes when the job runs at the new parallelism, or the rescale failed
+    }
     if (m.type == "SAVEPOINT" || (m.type == "STOP_JOB" && m.get("drain") != "1")) {
       request_savepoint(identity, m.get("dir"), m.type == "STOP_JOB");
       return; // the reply comes when the savepoint completes or fails
@@ -598,6 +654,52 @@ private:
       final_state_ = "cancelled";
       ended_ = true;
     }
+  }
+
+  // `streamctl rescale JOB`: `changes` are lines "parallelism=N" (the default of every node
+  // without its own) or "NODE=N". Re-plans first, so that a bad request changes nothing.
+  void request_rescale(const std::string& client, const std::string& changes) {
+    auto refuse = [&](const std::string& why) {
+      reply(client, transport::ControlMessage{"ERROR", {}}.set("message", why));
+    };
+    std::vector<std::string> all = job_.overrides;
+    for (std::size_t start = 0; start < changes.size();) {
+      auto end = changes.find('\n', start);
+      if (end == std::string::npos) end = changes.size();
+      std::string line = changes.substr(start, end - start);
+      start = end + 1;
+      auto eq = line.find('=');
+      if (eq == std::string::npos) continue;
+      std::string name = line.substr(0, eq);
+      if (name == "parallelism") {
+        all.push_back(line);
+        continue;
+      }
+      const pipeline::NodeSpec* node = nullptr;
+      for (const auto& n : job_.spec.nodes)
+        if (n.name == name) node = &n;
+      if (!node) return refuse("the job has no node '" + name + "'");
+      all.push_back(std::string(pipeline::role_name(node->role)) + "s." + name + ".parallelism" + line.substr(eq));
+    }
+    std::optional<LoadedJob> next;
+    try {
+      operators::Registry registry;
+      operators::register_builtin_types(registry);
+      next = load_job_text(job_.text, job_.spec.file.string(), job_.spec.base_dir, all, registry);
+    } catch (const Error& e) {
+      return refuse(std::string("the new parallelism does not make a valid job:\n") + e.what());
+    }
+    for (const auto& node : next->spec.nodes)
+      if (next->spec.parallelism_of(node) > next->spec.max_parallelism)
+        return refuse("node '" + node.name + "': parallelism " + std::to_string(next->spec.parallelism_of(node)) +
+                      " is above max_parallelism " + std::to_string(next->spec.max_parallelism));
+    if (stopping_ || restart_pending_) return refuse("the job is stopping or restarting");
+    if (!all_of([](const TaskRuntime& t) { return t.ready && !t.finished; }))
+      return refuse("the job is starting or finishing; try again");
+    if (pending_ && pending_->savepoint) return refuse("a savepoint is already in progress");
+    if (pending_) abort_checkpoint("a rescale was requested", false);
+    log_.warn("rescale requested: taking a savepoint, then restarting with the new parallelism");
+    if (trigger(default_savepoint_dir(), true, true, client)) pending_->rescaled = std::move(next);
   }
 
   // `streamctl savepoint JOB [--dir]`, and `stop JOB` (a savepoint, then the job halts).
@@ -707,7 +809,7 @@ private:
 
   void drain_messages() {
     zmq::message_t identity, body;
-    while (!ended_ && !restart_pending_ && control_.recv(identity, zmq::recv_flags::dontwait)) {
+    while (!interrupted() && control_.recv(identity, zmq::recv_flags::dontwait)) {
       if (!control_.recv(body, zmq::recv_flags::dontwait)) break;
       auto m = transport::decode_control(body.to_string_view());
       if (m && is_client_command(*m)) handle_client(identity.to_string(), *m);
@@ -774,7 +876,7 @@ private:
     registration_->remove_sockets();
   }
 
-  const LoadedJob& job_;
+  LoadedJob job_; // replaced by a rescale
   const RunOptions& options_;
   CheckpointSettings checkpoints_;
   RestartSettings restart_;
@@ -790,6 +892,10 @@ private:
   std::uint64_t completed_checkpoints_ = 0;
   std::size_t exhausted_sources_ = 0;
   Clock::time_point next_trigger_{};
+  std::optional<LoadedJob> rescale_to_;
+  std::string rescale_client_;
+  Clock::time_point rescale_halted_{};
+  Clock::time_point rescale_started_{};
   spdlog::logger& log_;
   SignalChannel signals_;
   zmq::context_t context_;

@@ -30,6 +30,8 @@ struct RunOptions {
   bool allow_non_restored_state = false;
   // At the end of bounded input, take a savepoint instead of draining (--savepoint-on-exit).
   bool savepoint_on_exit = false;
+  // `streamctl restart JOB`: run under that job's id (its directory exists) instead of a new one.
+  std::string reuse_job_id;
 };
 
 struct RunOutcome {

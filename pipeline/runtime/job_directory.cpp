@@ -49,6 +49,9 @@ std::optional<JobEntry> read_job(const std::filesystem::path& dir) {
   entry.updated = string_of(member(job, names.intern("updated")));
   entry.coordinator_pid = int_of(member(job, names.intern("coordinator_pid")));
   entry.control = string_of(member(job, names.intern("control")));
+  entry.last_checkpoint = string_of(member(job, names.intern("last_checkpoint")));
+  entry.pipeline_file = string_of(member(job, names.intern("pipeline_file")));
+  entry.base_dir = string_of(member(job, names.intern("base_dir")));
   if (const state::Value* tasks = member(job, names.intern("tasks")); tasks && tasks->kind == state::Kind::Array)
     for (std::uint32_t k = 0; k < tasks->size; ++k)
       entry.tasks.push_back(JobTaskEntry{string_of(member(tasks->array[k], names.intern("task"))),

@@ -25,6 +25,9 @@ struct JobEntry {
   std::string updated;
   long coordinator_pid = 0;
   std::string control; // the coordinator's control endpoint
+  std::string last_checkpoint;     // the latest completed checkpoint or savepoint, if any
+  std::string pipeline_file;       // as the user named it, for messages
+  std::filesystem::path base_dir;  // the pipeline file's directory: relative paths resolve there
   std::vector<JobTaskEntry> tasks;
   std::filesystem::path dir;
 };

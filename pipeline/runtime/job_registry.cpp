@@ -31,12 +31,14 @@ std::string json_string(const std::string& s) {
 
 } // namespace
 
-JobRegistration::JobRegistration(const std::filesystem::path& state_dir, const pipeline::PipelineSpec& spec)
-    : name_(spec.name), started_(utc_now("%Y-%m-%dT%H:%M:%SZ")) {
+JobRegistration::JobRegistration(const std::filesystem::path& state_dir, const pipeline::PipelineSpec& spec,
+                                 const std::string& reuse_id)
+    : name_(spec.name), started_(utc_now("%Y-%m-%dT%H:%M:%SZ")), pipeline_file_(spec.file.string()),
+      base_dir_(std::filesystem::absolute(spec.base_dir).string()) {
   std::random_device random;
   char suffix[8];
   std::snprintf(suffix, sizeof suffix, "%04x", random() & 0xffff);
-  id_ = spec.name + "-" + utc_now("%Y%m%d-%H%M%S") + "-" + suffix;
+  id_ = reuse_id.empty() ? spec.name + "-" + utc_now("%Y%m%d-%H%M%S") + "-" + suffix : reuse_id;
   dir_ = state_dir / "jobs" / id_;
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
@@ -64,7 +66,9 @@ void JobRegistration::update(const std::string& state, const std::map<std::strin
                      ",\n  \"updated\": " + json_string(utc_now("%Y-%m-%dT%H:%M:%SZ")) +
                      ",\n  \"coordinator_pid\": " + std::to_string(::getpid()) +
                      ",\n  \"control\": " + json_string(control_endpoint_) +
-                     ",\n  \"last_checkpoint\": " + json_string(last_checkpoint_) + ",\n  \"tasks\": [";
+                     ",\n  \"last_checkpoint\": " + json_string(last_checkpoint_) +
+                     ",\n  \"pipeline_file\": " + json_string(pipeline_file_) +
+                     ",\n  \"base_dir\": " + json_string(base_dir_) + ",\n  \"tasks\": [";
   bool first = true;
   for (const auto& [label, pid] : pids) {
     json += first ? "\n" : ",\n";

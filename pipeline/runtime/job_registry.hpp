@@ -16,7 +16,10 @@ class JobRegistration {
 public:
   // Creates the job's directory; throws streamctl::Error(Usage) when the state dir cannot be
   // written.
-  JobRegistration(const std::filesystem::path& state_dir, const pipeline::PipelineSpec& spec);
+  // `reuse_id`: the id of a job being restarted (`streamctl restart`), whose directory exists;
+  // empty: a new id.
+  JobRegistration(const std::filesystem::path& state_dir, const pipeline::PipelineSpec& spec,
+                  const std::string& reuse_id = {});
 
   const std::string& id() const { return id_; }
   const std::filesystem::path& dir() const { return dir_; }
@@ -43,6 +46,8 @@ private:
   std::string started_;
   std::string control_endpoint_;
   std::string last_checkpoint_;
+  std::string pipeline_file_;
+  std::string base_dir_;
 };
 
 } // namespace streamctl::runtime

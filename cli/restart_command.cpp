@@ -1,0 +1,66 @@
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/context.hpp"
+#include "cli/detach.hpp"
+#include "pipeline/runtime/checkpoint_metadata.hpp"
+#include "pipeline/runtime/coordinator.hpp"
+#include "pipeline/runtime/job_directory.hpp"
+
+namespace streamctl::cli {
+
+std::string self_executable(); // run_command.cpp
+
+// `restart JOB`: a job that is not running (failed, stopped, cancelled, or whose coordinator
+// was killed) runs again under its id, from the pipeline it ran (its job directory keeps it)
+// and its latest completed checkpoint or savepoint (SPEC §2, §7).
+void add_restart_command(CLI::App& app, Context& ctx) {
+  auto* cmd = app.add_subcommand("restart", "Restart a job that is not running from its latest checkpoint or savepoint");
+  auto job = std::make_shared<std::string>();
+  auto detach = std::make_shared<bool>(false);
+  cmd->add_option("JOB", *job, "a job id, or a job name that one job has")->required();
+  cmd->add_flag("--detach", *detach, "print the job id and return; the job runs on, as with run --detach");
+  cmd->callback([&ctx, job, detach] {
+    ctx.configure_logging("streamctl");
+    runtime::JobEntry entry = runtime::find_job(ctx.state_dir(), *job);
+    if (entry.state == "running" || entry.state == "restarting")
+      throw Error(ErrorKind::Usage, "job " + entry.id + " is " + entry.state + " (coordinator pid " +
+                                        std::to_string(entry.coordinator_pid) + "): stop or cancel it first");
+    std::ifstream in(entry.dir / "pipeline.toml");
+    if (!in) throw Error(ErrorKind::Usage, "job " + entry.id + ": its pipeline is missing from " + entry.dir.string());
+    std::stringstream text;
+    text << in.rdbuf();
+    std::vector<std::string> overrides;
+    std::ifstream list(entry.dir / "overrides");
+    for (std::string o; std::getline(list, o, '\0');) overrides.push_back(o);
+    std::filesystem::path base_dir = entry.base_dir.empty() ? entry.dir : entry.base_dir;
+    std::string file = entry.pipeline_file.empty() ? (entry.dir / "pipeline.toml").string() : entry.pipeline_file;
+    auto loaded = runtime::load_job_text(text.str(), file, base_dir, overrides, ctx.registry);
+
+    runtime::RunOptions options;
+    options.state_dir = ctx.state_dir();
+    options.self_executable = self_executable();
+    options.worker_log_flags = ctx.worker_log_flags();
+    options.reuse_job_id = entry.id;
+    std::optional<std::filesystem::path> from;
+    if (!entry.last_checkpoint.empty() && runtime::read_metadata(entry.last_checkpoint)) from = entry.last_checkpoint;
+    if (!from) from = runtime::latest_restorable(runtime::checkpoint_root(loaded.spec, options.state_dir));
+    if (from) {
+      options.restore = *from;
+      ctx.log->info("restarting job {} from {}", entry.id, from->string());
+    } else {
+      ctx.log->warn("job {} has no completed checkpoint or savepoint: restarting from the beginning", entry.id);
+    }
+    if (*detach) {
+      ctx.exit_code = run_detached(loaded, options, *ctx.log);
+      return;
+    }
+    auto outcome = runtime::run_job(loaded, options, *ctx.log);
+    if (outcome.exit_code == 1 && !outcome.error.empty()) ctx.log->error("job {} failed: {}", outcome.job_id, outcome.error);
+    ctx.exit_code = outcome.exit_code;
+  });
+}
+
+} // namespace streamctl::cli

@@ -1,0 +1,360 @@
+// Checkpoint directories and their _metadata (pipeline/runtime/checkpoint_metadata): the TOML
+// round trip, every malformed or unsafe file refused naming the file, and the listing,
+// choosing, numbering and pruning of checkpoints and savepoints under a job's root.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "pipeline/runtime/checkpoint_metadata.hpp"
+#include "unit/temp_dir.hpp"
+
+using namespace streamctl::runtime;
+using streamctl::testing::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  REQUIRE(out.good());
+}
+
+CheckpointMetadata sample_metadata() {
+  CheckpointMetadata m;
+  m.kind = "checkpoint";
+  m.job_name = "page-views";
+  m.job_id = "page-views-20261129-101500-1a2b";
+  m.checkpoint_id = 7;
+  m.created_at_ms = 1796000000000;
+  m.max_parallelism = 64;
+  m.tasks.push_back(CheckpointTaskFile{task_snapshot_file(0, 0), {"clicks", "ok"}, 0, 2, 1234});
+  m.tasks.push_back(CheckpointTaskFile{task_snapshot_file(0, 1), {"clicks", "ok"}, 1, 2, 99});
+  m.tasks.push_back(CheckpointTaskFile{task_snapshot_file(1, 0), {"out"}, 0, 1, 0});
+  return m;
+}
+
+// A _metadata file as a person might have edited it, one field at a time.
+std::string metadata_text(const std::string& format = "streamctl-checkpoint", const std::string& version = "1",
+                          const std::string& file = "chain-0-subtask-0.snap",
+                          const std::string& subtask = "0", const std::string& parallelism = "1",
+                          const std::string& nodes = "[\"a\"]") {
+  return "format = \"" + format + "\"\nversion = " + version +
+         "\nkind = \"checkpoint\"\njob_name = \"j\"\njob_id = \"j-1\"\ncheckpoint_id = 3\n"
+         "created_at = 1000\nmax_parallelism = 128\n[[tasks]]\nfile = \"" + file +
+         "\"\nnodes = " + nodes + "\nsubtask = " + subtask + "\nparallelism = " + parallelism +
+         "\nbytes = 10\n";
+}
+
+// A completed checkpoint (or savepoint) directory `name` under `root`.
+fs::path make_completed(const fs::path& root, const std::string& name, std::uint64_t id, std::int64_t created_at,
+                        const std::string& kind = "checkpoint") {
+  fs::path dir = root / name;
+  fs::create_directories(dir);
+  CheckpointMetadata m;
+  m.kind = kind;
+  m.job_name = "j";
+  m.job_id = "j-1";
+  m.checkpoint_id = id;
+  m.created_at_ms = created_at;
+  m.tasks.push_back(CheckpointTaskFile{task_snapshot_file(0, 0), {"a"}, 0, 1, 10});
+  auto ok = write_metadata(dir, m);
+  REQUIRE(ok);
+  return dir;
+}
+
+// A checkpoint directory with task files but no _metadata: one that never completed.
+fs::path make_incomplete(const fs::path& root, const std::string& name) {
+  fs::path dir = root / name;
+  fs::create_directories(dir);
+  write_text(dir / task_snapshot_file(0, 0), "partial");
+  return dir;
+}
+
+std::vector<std::string> names(const std::vector<fs::path>& paths) {
+  std::vector<std::string> out;
+  for (const auto& p : paths) out.push_back(p.filename().string());
+  return out;
+}
+
+using Strings = std::vector<std::string>;
+
+} // namespace
+
+TEST_CASE("task snapshot files are named after chain and subtask", "[checkpoint_metadata]") {
+  CHECK(task_snapshot_file(0, 1) == "chain-0-subtask-1.snap");
+  CHECK(task_snapshot_file(12, 3) == "chain-12-subtask-3.snap");
+}
+
+TEST_CASE("metadata written is read back field by field", "[checkpoint_metadata]") {
+  TempDir tmp;
+  CheckpointMetadata m = sample_metadata();
+  REQUIRE(write_metadata(tmp.path, m));
+  CHECK(fs::exists(tmp.path / kMetadataFile));
+
+  auto r = read_metadata(tmp.path);
+  REQUIRE(r);
+  CHECK(r->kind == m.kind);
+  CHECK(r->job_name == m.job_name);
+  CHECK(r->job_id == m.job_id);
+  CHECK(r->checkpoint_id == m.checkpoint_id);
+  CHECK(r->created_at_ms == m.created_at_ms);
+  CHECK(r->max_parallelism == m.max_parallelism);
+  REQUIRE(r->tasks.size() == m.tasks.size());
+  for (std::size_t k = 0; k < m.tasks.size(); ++k) {
+    CAPTURE(k);
+    CHECK(r->tasks[k].file == m.tasks[k].file);
+    CHECK(r->tasks[k].nodes == m.tasks[k].nodes);
+    CHECK(r->tasks[k].subtask == m.tasks[k].subtask);
+    CHECK(r->tasks[k].parallelism == m.tasks[k].parallelism);
+    CHECK(r->tasks[k].bytes == m.tasks[k].bytes);
+  }
+}
+
+TEST_CASE("savepoint kind and strings needing escapes survive the round trip", "[checkpoint_metadata]") {
+  TempDir tmp;
+  CheckpointMetadata m = sample_metadata();
+  m.kind = "savepoint";
+  m.job_name = "quote \" backslash \\ newline \n end";
+  REQUIRE(write_metadata(tmp.path, m));
+  auto r = read_metadata(tmp.path);
+  REQUIRE(r);
+  CHECK(r->kind == "savepoint");
+  CHECK(r->job_name == m.job_name);
+}
+
+TEST_CASE("metadata can be read through the path of the _metadata file itself", "[checkpoint_metadata]") {
+  TempDir tmp;
+  REQUIRE(write_metadata(tmp.path, sample_metadata()));
+  auto r = read_metadata(tmp.path / kMetadataFile);
+  REQUIRE(r);
+  CHECK(r->checkpoint_id == 7);
+  CHECK(checkpoint_dir_of(tmp.path / kMetadataFile) == tmp.path);
+  CHECK(checkpoint_dir_of(tmp.path) == tmp.path);
+}
+
+TEST_CASE("a directory without _metadata is refused as incomplete naming the file", "[checkpoint_metadata]") {
+  TempDir tmp;
+  auto r = read_metadata(tmp.path);
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error(), Catch::Contains((tmp.path / kMetadataFile).string()));
+  CHECK_THAT(r.error(), Catch::Contains("missing"));
+}
+
+TEST_CASE("a directory that does not exist is refused naming it", "[checkpoint_metadata]") {
+  TempDir tmp;
+  auto r = read_metadata(tmp.path / "chk-9");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error(), Catch::Contains((tmp.path / "chk-9").string()));
+  CHECK_THAT(r.error(), Catch::Contains("no such checkpoint"));
+}
+
+TEST_CASE("metadata that is not TOML is refused naming the file", "[checkpoint_metadata]") {
+  TempDir tmp;
+  write_text(tmp.path / kMetadataFile, "format = \"streamctl-checkpoint\nversion = = 1\n");
+  auto r = read_metadata(tmp.path);
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error(), Catch::Contains((tmp.path / kMetadataFile).string()));
+  CHECK_THAT(r.error(), Catch::Contains("not valid metadata"));
+}
+
+TEST_CASE("the hand-written metadata fixture is accepted", "[checkpoint_metadata]") {
+  // Guards the fixture the rejection tests below edit one field of.
+  TempDir tmp;
+  write_text(tmp.path / kMetadataFile, metadata_text());
+  auto r = read_metadata(tmp.path);
+  REQUIRE(r);
+  CHECK(r->checkpoint_id == 3);
+  REQUIRE(r->tasks.size() == 1);
+  CHECK(r->tasks[0].nodes == Strings{"a"});
+}
+
+TEST_CASE("metadata of another format is refused", "[checkpoint_metadata]") {
+  TempDir tmp;
+  write_text(tmp.path / kMetadataFile, metadata_text("something-else"));
+  auto r = read_metadata(tmp.path);
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error(), Catch::Contains((tmp.path / kMetadataFile).string()));
+  CHECK_THAT(r.error(), Catch::Contains("not a streamctl checkpoint metadata file"));
+}
+
+TEST_CASE("metadata of an unknown version is refused naming the version", "[checkpoint_metadata]") {
+  TempDir tmp;
+  write_text(tmp.path / kMetadataFile, metadata_text("streamctl-checkpoint", "2"));
+  auto r = read_metadata(tmp.path);
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error(), Catch::Contains((tmp.path / kMetadataFile).string()));
+  CHECK_THAT(r.error(), Catch::Contains("metadata version 2"));
+}
+
+TEST_CASE("task file names that leave the checkpoint directory are refused", "[checkpoint_metadata]") {
+  for (std::string bad : {"../x", "a/b", "/etc/passwd", "..", ".hidden", ""}) {
+    CAPTURE(bad);
+    TempDir tmp;
+    write_text(tmp.path / kMetadataFile, metadata_text("streamctl-checkpoint", "1", bad));
+    auto r = read_metadata(tmp.path);
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.error(), Catch::Contains("bad task file name '" + bad + "'"));
+  }
+}
+
+TEST_CASE("a bad task file name written by write_metadata is refused on reading", "[checkpoint_metadata]") {
+  TempDir tmp;
+  CheckpointMetadata m = sample_metadata();
+  m.tasks[1].file = "../x";
+  REQUIRE(write_metadata(tmp.path, m));
+  auto r = read_metadata(tmp.path);
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error(), Catch::Contains("'../x'"));
+}
+
+TEST_CASE("a task with a subtask outside its parallelism or no nodes is refused", "[checkpoint_metadata]") {
+  TempDir tmp;
+  SECTION("subtask equal to parallelism") {
+    write_text(tmp.path / kMetadataFile, metadata_text("streamctl-checkpoint", "1", "f.snap", "2", "2"));
+    auto r = read_metadata(tmp.path);
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.error(), Catch::Contains("bad subtask/parallelism"));
+  }
+  SECTION("parallelism zero") {
+    write_text(tmp.path / kMetadataFile, metadata_text("streamctl-checkpoint", "1", "f.snap", "0", "0"));
+    auto r = read_metadata(tmp.path);
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.error(), Catch::Contains("bad subtask/parallelism"));
+  }
+  SECTION("no nodes") {
+    write_text(tmp.path / kMetadataFile, metadata_text("streamctl-checkpoint", "1", "f.snap", "0", "1", "[]"));
+    auto r = read_metadata(tmp.path);
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.error(), Catch::Contains("no nodes"));
+  }
+}
+
+TEST_CASE("completed checkpoints are listed oldest first without savepoints or incomplete ones",
+          "[checkpoint_metadata]") {
+  TempDir tmp;
+  make_completed(tmp.path, "chk-2", 2, 2000);
+  make_completed(tmp.path, "chk-10", 10, 10000);
+  make_completed(tmp.path, "chk-1", 1, 1000);
+  make_completed(tmp.path, "savepoint-20261129", 5, 5000, "savepoint");
+  make_incomplete(tmp.path, "chk-11");
+  make_completed(tmp.path, "chk-x", 3, 3000); // not a chk-N name
+  fs::create_directories(tmp.path / "spool");
+  CHECK(names(completed_checkpoints(tmp.path)) == Strings{"chk-1", "chk-2", "chk-10"});
+}
+
+TEST_CASE("no completed checkpoints under a missing root", "[checkpoint_metadata]") {
+  TempDir tmp;
+  CHECK(completed_checkpoints(tmp.path / "missing").empty());
+  CHECK_FALSE(latest_restorable(tmp.path / "missing").has_value());
+  CHECK(next_checkpoint_id(tmp.path / "missing") == 1);
+  CHECK(prune_checkpoints(tmp.path / "missing", 1).empty());
+}
+
+TEST_CASE("latest restorable is the newest by created_at and a newer savepoint wins", "[checkpoint_metadata]") {
+  TempDir tmp;
+  make_completed(tmp.path, "chk-4", 4, 1000);
+  make_completed(tmp.path, "chk-5", 5, 1500);
+  make_incomplete(tmp.path, "chk-6"); // never restored
+  auto latest = latest_restorable(tmp.path);
+  REQUIRE(latest);
+  CHECK(latest->filename() == "chk-5");
+
+  // A savepoint taken after chk-5 (its id comes from the same counter) is newer.
+  make_completed(tmp.path, "savepoint-a", 3, 2000, "savepoint");
+  latest = latest_restorable(tmp.path);
+  REQUIRE(latest);
+  CHECK(latest->filename() == "savepoint-a");
+
+  // ... until a checkpoint completes after it.
+  make_completed(tmp.path, "chk-7", 7, 3000);
+  latest = latest_restorable(tmp.path);
+  REQUIRE(latest);
+  CHECK(latest->filename() == "chk-7");
+}
+
+TEST_CASE("latest restorable breaks a created_at tie by checkpoint id", "[checkpoint_metadata]") {
+  TempDir tmp;
+  make_completed(tmp.path, "chk-9", 9, 1000);
+  make_completed(tmp.path, "savepoint-b", 8, 1000, "savepoint");
+  auto latest = latest_restorable(tmp.path);
+  REQUIRE(latest);
+  CHECK(latest->filename() == "chk-9");
+}
+
+TEST_CASE("nothing is restorable when only incomplete checkpoints exist", "[checkpoint_metadata]") {
+  TempDir tmp;
+  make_incomplete(tmp.path, "chk-1");
+  make_incomplete(tmp.path, "savepoint-x");
+  CHECK_FALSE(latest_restorable(tmp.path).has_value());
+}
+
+TEST_CASE("next checkpoint id follows the largest chk-N name or savepoint id", "[checkpoint_metadata]") {
+  TempDir tmp;
+  CHECK(next_checkpoint_id(tmp.path) == 1);
+  make_completed(tmp.path, "chk-3", 3, 100);
+  CHECK(next_checkpoint_id(tmp.path) == 4);
+  make_incomplete(tmp.path, "chk-7"); // an id used by a failed checkpoint is not used again
+  CHECK(next_checkpoint_id(tmp.path) == 8);
+  make_completed(tmp.path, "savepoint-x", 12, 200, "savepoint");
+  CHECK(next_checkpoint_id(tmp.path) == 13);
+  make_incomplete(tmp.path, "chk-abc"); // not a chk-N name
+  make_incomplete(tmp.path, "chk-");
+  CHECK(next_checkpoint_id(tmp.path) == 13);
+}
+
+TEST_CASE("prune keeps the newest retained checkpoints and deletes older incomplete ones never savepoints",
+          "[checkpoint_metadata]") {
+  TempDir tmp;
+  make_completed(tmp.path, "chk-1", 1, 1000);
+  make_completed(tmp.path, "chk-2", 2, 2000);
+  make_incomplete(tmp.path, "chk-3"); // older than the newest completed: deleted
+  make_completed(tmp.path, "chk-4", 4, 4000);
+  make_completed(tmp.path, "chk-5", 5, 5000);
+  make_incomplete(tmp.path, "chk-6"); // may be in progress: kept
+  make_completed(tmp.path, "savepoint-old", 1, 500, "savepoint");
+  make_incomplete(tmp.path, "savepoint-half");
+  fs::create_directories(tmp.path / "spool");
+
+  auto problems = prune_checkpoints(tmp.path, 2);
+  CHECK(problems.empty());
+  CHECK_FALSE(fs::exists(tmp.path / "chk-1"));
+  CHECK_FALSE(fs::exists(tmp.path / "chk-2"));
+  CHECK_FALSE(fs::exists(tmp.path / "chk-3"));
+  CHECK(fs::exists(tmp.path / "chk-4" / kMetadataFile));
+  CHECK(fs::exists(tmp.path / "chk-5" / kMetadataFile));
+  CHECK(fs::exists(tmp.path / "chk-6"));
+  CHECK(fs::exists(tmp.path / "savepoint-old" / kMetadataFile));
+  CHECK(fs::exists(tmp.path / "savepoint-half"));
+  CHECK(fs::exists(tmp.path / "spool"));
+  CHECK(names(completed_checkpoints(tmp.path)) == Strings{"chk-4", "chk-5"});
+}
+
+TEST_CASE("prune with fewer completed checkpoints than retained deletes none of them", "[checkpoint_metadata]") {
+  TempDir tmp;
+  make_completed(tmp.path, "chk-1", 1, 1000);
+  make_completed(tmp.path, "chk-2", 2, 2000);
+  CHECK(prune_checkpoints(tmp.path, 5).empty());
+  CHECK(names(completed_checkpoints(tmp.path)) == Strings{"chk-1", "chk-2"});
+}
+
+TEST_CASE("prune never deletes the newest completed checkpoint even when retain is zero",
+          "[checkpoint_metadata]") {
+  TempDir tmp;
+  make_completed(tmp.path, "chk-1", 1, 1000);
+  make_completed(tmp.path, "chk-2", 2, 2000);
+  CHECK(prune_checkpoints(tmp.path, 0).empty());
+  CHECK(names(completed_checkpoints(tmp.path)) == Strings{"chk-2"});
+}
+
+TEST_CASE("prune without any completed checkpoint leaves incomplete ones alone", "[checkpoint_metadata]") {
+  TempDir tmp;
+  make_incomplete(tmp.path, "chk-1");
+  make_incomplete(tmp.path, "chk-2");
+  CHECK(prune_checkpoints(tmp.path, 1).empty());
+  CHECK(fs::exists(tmp.path / "chk-1"));
+  CHECK(fs::exists(tmp.path / "chk-2"));
+}
