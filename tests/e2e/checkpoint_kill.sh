@@ -1,0 +1,101 @@
+# Exactly-once under failure (SPEC §7): a job with checkpoints has random workers killed with
+# -9 again and again while it runs; each time the coordinator restarts it from its latest
+# checkpoint, sources rewind, and the file sink publishes only what completed checkpoints
+# cover. The committed output must equal that of a run without failures: no record lost, none
+# twice. Then the coordinator itself is killed, and `streamctl restart JOB` finishes the job
+# from what is on disk, with the same result.
+source "$(dirname "$0")/lib/common.bash"
+
+# count_per_key: keyed tumbling event-time windows (state across checkpoints); running: a
+# keyed reduce whose every update is a record (any loss or repeat shows; only a count, as
+# which record comes first differs from run to run); both into one sink
+# of two subtasks, so the keyed exchange and two-input alignment are exercised.
+pipeline() { # NAME OUT
+  cat <<TOML
+name = "$1"
+parallelism = 2
+[checkpoint]
+interval = "150ms"
+dir = "$WORK/ck"
+[restart]
+strategy = "fixed"
+delay = "50ms"
+max_attempts = 100
+[sources.gen]
+type = "generator"
+profile = "counter"
+count = 60000
+rate = 15000
+event_time = "ts"
+[operators.keyed]
+type = "map"
+inputs = ["gen"]
+set = { k = "seq % 37" }
+[operators.count_per_key]
+type = "window"
+inputs = ["keyed"]
+key = ["k"]
+window = { kind = "tumbling", size = "250ms" }
+aggregates = { n = "count()", s = "sum(seq)" }
+[operators.running]
+type = "reduce"
+inputs = ["keyed"]
+key = ["k"]
+aggregates = { updates = "count()" }
+[sinks.out]
+type = "file"
+inputs = ["count_per_key", "running"]
+path = "$2"
+TOML
+}
+
+pipeline reference "$WORK/expected" >"$WORK/reference.toml"
+run_expect 0 "$STREAMCTL" run "$WORK/reference.toml" --set sources.gen.rate=0 --set checkpoint.interval=0
+cat "$WORK/expected"/part-* | canonical >"$WORK/expected.txt"
+[[ $(wc -l <"$WORK/expected.txt") -gt 60000 ]] || fail "the reference run wrote too little"
+
+# kill -9 a random worker every 0.3-0.8 s while the job runs.
+pipeline chaos "$WORK/got" >"$WORK/chaos.toml"
+"$STREAMCTL" -v run "$WORK/chaos.toml" 2>"$WORK/chaos.log" &
+pid=$!
+wait_for_text "$WORK/chaos.log" "records flowing"
+kills=0
+while kill -0 $pid 2>/dev/null && ((kills < 8)); do
+  sleep "0.$((RANDOM % 5 + 3))"
+  victim=$(pgrep -f -- "worker --job-dir $STREAMCTL_STATE_DIR" | shuf -n 1 || true)
+  [[ -n "$victim" ]] && kill -9 "$victim" 2>/dev/null && kills=$((kills + 1))
+done
+set +e; wait $pid; code=$?; set -e
+restarts=$(grep -c "restarting the job" "$WORK/chaos.log" || true)
+echo "killed $kills worker(s); the job restarted $restarts time(s)"
+assert_eq 0 "$code" "exit code of a job that survived its failures ($(tail -3 "$WORK/chaos.log"))"
+[[ $restarts -ge 2 ]] || fail "only $restarts restart(s): the kills did not land"
+grep -q "from $WORK/ck/chaos/chk-" "$WORK/chaos.log" || fail "no restart was from a checkpoint"
+cat "$WORK/got"/part-* | canonical >"$WORK/got.txt"
+if ! cmp -s "$WORK/expected.txt" "$WORK/got.txt"; then
+  diff "$WORK/expected.txt" "$WORK/got.txt" | head -20 >&2
+  fail "the output after failures differs from the output without them"
+fi
+assert_no_processes_left
+
+# kill -9 the coordinator: its workers go; `restart` recovers the job from disk, same id.
+pipeline recover "$WORK/recovered" >"$WORK/recover.toml"
+"$STREAMCTL" -v run "$WORK/recover.toml" 2>"$WORK/recover.log" &
+pid=$!
+wait_for_text "$WORK/recover.log" "records flowing"
+sleep 1.5
+kill -9 $pid
+wait $pid 2>/dev/null || true
+assert_no_processes_left
+run_expect 0 "$STREAMCTL" list
+assert_contains "$WORK/out" "failed"
+id=$(python3 -c 'import json, sys, glob
+for p in glob.glob(sys.argv[1] + "/jobs/recover-*/job.json"): print(json.load(open(p))["id"])' "$STREAMCTL_STATE_DIR")
+run_expect 0 "$STREAMCTL" -v restart "$id"
+assert_contains "$WORK/err" "restarting job $id from $WORK/ck/recover/chk-"
+run_expect 0 "$STREAMCTL" status "$id" --json
+assert_contains "$WORK/out" '"state":"finished"'
+cat "$WORK/recovered"/part-* | canonical >"$WORK/recovered.txt"
+cmp -s "$WORK/expected.txt" "$WORK/recovered.txt" || fail "the job restarted after its coordinator died wrote other output"
+assert_no_processes_left
+echo ok
