@@ -56,25 +56,29 @@ void add_status_command(CLI::App& app, Context& ctx) {
   auto job = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   cmd->add_option("JOB", *job, "a job id, or a job name that one job has")->required();
-  cmd->add_flag("--json", *json, "print one JSON object: id, name, state, started, operators");
+  cmd->add_flag("--json", *json, "print one JSON object: id, name, state, started, last_checkpoint, operators");
   cmd->callback([&ctx, job, json] {
     ctx.configure_logging("streamctl");
     runtime::JobEntry entry = runtime::find_job(ctx.state_dir(), *job);
     std::string operators = "[]";
     std::string state = entry.state;
+    std::string last_checkpoint = entry.last_checkpoint;
     if (entry.state == "running") {
       auto reply = runtime::ask_job(entry, transport::ControlMessage{"STATUS", {}});
       operators = reply.get("operators");
       state = reply.get("state");
+      last_checkpoint = reply.get("last_checkpoint");
     }
     if (*json) {
       std::cout << "{\"id\":" << json_string(entry.id) << ",\"name\":" << json_string(entry.name)
                 << ",\"state\":" << json_string(state) << ",\"started\":" << json_string(entry.started)
                 << ",\"updated\":" << json_string(entry.updated) << ",\"coordinator_pid\":" << entry.coordinator_pid
+                << ",\"last_checkpoint\":" << json_string(last_checkpoint)
                 << ",\"operators\":" << operators << "}\n";
     } else {
       std::cout << "job " << entry.id << " (" << entry.name << "): " << state
                 << (entry.lost ? " (its coordinator is gone)" : "") << ", started " << entry.started << "\n";
+      std::cout << "  last checkpoint: " << (last_checkpoint.empty() ? "none" : last_checkpoint) << "\n";
       if (entry.state == "running") print_operators(operators);
       else
         for (const auto& t : entry.tasks) std::cout << "  " << t.task << ": pid " << t.pid << " on " << t.host << "\n";

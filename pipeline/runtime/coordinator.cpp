@@ -509,6 +509,7 @@ private:
     latest_completed_ = p.dir;
     ++completed_checkpoints_;
     registration_->set_last_checkpoint(p.dir.string());
+    registration_->update("running", pids());
     transport::ControlMessage commit{"COMMIT", {}};
     commit.set("checkpoint", std::to_string(p.id));
     for (const auto& t : tasks_) send(t, commit);
