@@ -3,7 +3,7 @@
 // (operator.hpp: snapshot_position, pre_commit). Every such blob starts with
 //
 //   u8 version   (the layout of the rest; readers refuse versions they do not know)
-//   u8 kind      ('F' file source, 'G' generator, 'S' stdin, 'K' file sink)
+//   u8 kind      ('F' file source, 'G' generator, 'S' stdin, 'K' file sink, 'O' stdout sink)
 //
 // then fields in the writer's order: integers little-endian fixed width, strings as
 // u32 LE length + bytes. A reader never trusts a length: every read checks what is left, so a
