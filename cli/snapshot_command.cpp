@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/context.hpp"
+#include "pipeline/runtime/checkpoint_restore.hpp"
 #include "state/error.hpp"
 #include "state/json_writer.hpp"
 #include "state/snapshot_format.hpp"
@@ -149,11 +150,72 @@ void print_json(const state::SnapshotReader& r) {
   std::cout << out;
 }
 
-// The files `verify` checks for one argument: the file itself, or every *.snap of a
-// directory (a checkpoint or savepoint directory), sorted by name.
+// A checkpoint or savepoint directory: what its _metadata says, or (with --json) the same as
+// one JSON object.
+void print_metadata(const runtime::CheckpointMetadata& m, const fs::path& dir, bool json) {
+  if (json) {
+    std::string out = "{\"dir\":";
+    state::append_json_string(dir.string(), out);
+    out += ",\"kind\":";
+    state::append_json_string(m.kind, out);
+    out += ",\"job\":";
+    state::append_json_string(m.job_name, out);
+    out += ",\"job_id\":";
+    state::append_json_string(m.job_id, out);
+    out += ",\"checkpoint_id\":" + std::to_string(m.checkpoint_id) +
+           ",\"created_at_ms\":" + std::to_string(m.created_at_ms) +
+           ",\"max_parallelism\":" + std::to_string(m.max_parallelism) + ",\"tasks\":[";
+    for (std::size_t k = 0; k < m.tasks.size(); ++k) {
+      const auto& t = m.tasks[k];
+      out += k ? ",{\"file\":" : "{\"file\":";
+      state::append_json_string(t.file, out);
+      out += ",\"nodes\":[";
+      for (std::size_t n = 0; n < t.nodes.size(); ++n) {
+        if (n) out += ",";
+        state::append_json_string(t.nodes[n], out);
+      }
+      out += "],\"subtask\":" + std::to_string(t.subtask) + ",\"parallelism\":" + std::to_string(t.parallelism) +
+             ",\"bytes\":" + std::to_string(t.bytes) + "}";
+    }
+    std::cout << out << "]}\n";
+    return;
+  }
+  std::uint64_t total = 0;
+  for (const auto& t : m.tasks) total += t.bytes;
+  std::cout << "directory:       " << dir.string() << "\n"
+            << "kind:            " << m.kind << "\n"
+            << "job:             " << m.job_name << " (" << m.job_id << ")\n"
+            << "checkpoint:      " << m.checkpoint_id << "\n"
+            << "created:         " << m.created_at_ms << " ms since the epoch\n"
+            << "max_parallelism: " << m.max_parallelism << "\n"
+            << "tasks:           " << m.tasks.size() << ", " << total << " bytes\n\n";
+  for (const auto& t : m.tasks) {
+    std::string nodes;
+    for (const auto& n : t.nodes) nodes += (nodes.empty() ? "" : " -> ") + n;
+    std::cout << "  " << t.file << "  " << nodes << "[" << t.subtask << " of " << t.parallelism << "]  " << t.bytes
+              << " bytes\n";
+  }
+}
+
+// The files `verify` checks for one argument: the file itself, or the files a checkpoint or
+// savepoint directory's _metadata lists (after checking that each file is the one it names).
+// A directory without _metadata is incomplete, which is reported; its *.snap files are still
+// checked, each.
 std::vector<fs::path> files_of(Context& ctx, const std::string& arg) {
   std::error_code ec;
   if (!fs::is_directory(arg, ec)) return {fs::path(arg)};
+  if (fs::exists(fs::path(arg) / runtime::kMetadataFile)) {
+    auto restore = runtime::CheckpointRestore::open(arg);
+    if (!restore) {
+      report(ctx, restore.error());
+      return {};
+    }
+    std::vector<fs::path> listed;
+    for (const auto& t : restore->metadata().tasks) listed.push_back(fs::path(arg) / t.file);
+    return listed;
+  }
+  report(ctx, (fs::path(arg) / runtime::kMetadataFile).string() +
+                  ": missing: not a completed checkpoint or savepoint (its files are checked one by one)");
   std::vector<fs::path> files;
   for (fs::directory_iterator it(arg, ec), end; !ec && it != end; it.increment(ec))
     if (it->path().extension() == ".snap") files.push_back(it->path());
@@ -180,10 +242,19 @@ void add_snapshot_command(CLI::App& app, Context& ctx) {
     bool json = false;
   };
   auto io = std::make_shared<InspectOptions>();
-  inspect->add_option("FILE", io->file, "a snapshot file (*.snap)")->required();
+  inspect->add_option("PATH", io->file, "a snapshot file (*.snap), or a checkpoint or savepoint directory")
+      ->required();
   inspect->add_flag("--json", io->json, "print one JSON object instead of text");
   inspect->callback([&ctx, io] {
     ctx.configure_logging("streamctl");
+    std::error_code ec;
+    if (fs::is_directory(io->file, ec)) {
+      auto metadata = runtime::read_metadata(io->file);
+      if (!metadata) return report(ctx, metadata.error());
+      print_metadata(*metadata, io->file, io->json);
+      ctx.exit_code = 0;
+      return;
+    }
     auto reader = state::SnapshotReader::open(io->file);
     if (!reader) return report(ctx, reader.error());
     if (io->json)

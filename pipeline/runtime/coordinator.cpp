@@ -313,7 +313,7 @@ private:
     next_trigger_ = Clock::now() + checkpoints_.interval;
     if (!rescale_client_.empty()) {
       auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - rescale_halted_).count();
-      log_.info("rescaled in {} ms (from the stop of processing to records flowing)", ms);
+      log_.info("rescaled in {} ms (from the savepoint that stopped the sources to records flowing again)", ms);
       reply(rescale_client_, transport::ControlMessage{"OK", {}}
                                  .set("path", restore_from_.string())
                                  .set("parallelism", describe_parallelism())
@@ -517,7 +517,7 @@ private:
       for (const auto& problem : prune_checkpoints(checkpoints_.root, checkpoints_.retain)) log_.warn("{}", problem);
     if (p.rescaled) {
       halt_workers();
-      rescale_halted_ = Clock::now();
+      rescale_halted_ = p.started; // the sources stopped emitting at the savepoint's barrier
       rescale_to_ = std::move(p.rescaled);
       rescale_client_ = p.client;
       return;

@@ -40,11 +40,13 @@ assert sum(s["raw_bytes"] for s in segs) == doc["raw_bytes"]
 assert all(len(s["xxh64"]) == 16 for s in segs)
 PY
 
-# verify: a file, and a checkpoint directory of files.
+# verify: a file, and a directory of files without _metadata (an incomplete checkpoint: exit
+# 3, but each file is still checked).
 cp "$good" "$WORK/chk-42/count-0.snap"
 run_expect 0 "$STREAMCTL" snapshot verify "$good"
 assert_eq "$good: ok (6 segments, $size bytes)" "$(cat "$WORK/out")" "verify output"
-run_expect 0 "$STREAMCTL" snapshot verify "$WORK/chk-42"
+run_expect 3 "$STREAMCTL" snapshot verify "$WORK/chk-42"
+assert_contains "$WORK/err" "chk-42/_metadata: missing"
 assert_eq 2 "$(grep -c ': ok (6 segments' "$WORK/out")" "files verified in the directory"
 run_expect 0 "$STREAMCTL" -q snapshot verify "$good"
 assert_eq "" "$(cat "$WORK/out")" "verify -q output"
