@@ -57,7 +57,7 @@ int run_detached(const runtime::LoadedJob& job, runtime::RunOptions options, spd
     };
     auto outcome = runtime::run_job(job, options, log);
     if (ready[1] >= 0) ::close(ready[1]);
-    if (outcome.exit_code == 1 && !outcome.error.empty())
+    if ((outcome.exit_code == 1 || outcome.exit_code == 3) && !outcome.error.empty())
       log.error("job {} failed: {}", outcome.job_id, outcome.error);
     return outcome.exit_code;
   }

@@ -28,6 +28,10 @@ void add_restart_command(CLI::App& app, Context& ctx) {
     if (entry.state == "running" || entry.state == "restarting")
       throw Error(ErrorKind::Usage, "job " + entry.id + " is " + entry.state + " (coordinator pid " +
                                         std::to_string(entry.coordinator_pid) + "): stop or cancel it first");
+    // A finished job has published all its output; running it again from a checkpoint
+    // would publish what followed that checkpoint a second time.
+    if (entry.state == "finished")
+      throw Error(ErrorKind::Usage, "job " + entry.id + " finished: there is nothing to restart (run it anew)");
     std::ifstream in(entry.dir / "pipeline.toml");
     if (!in) throw Error(ErrorKind::Usage, "job " + entry.id + ": its pipeline is missing from " + entry.dir.string());
     std::stringstream text;
@@ -58,7 +62,8 @@ void add_restart_command(CLI::App& app, Context& ctx) {
       return;
     }
     auto outcome = runtime::run_job(loaded, options, *ctx.log);
-    if (outcome.exit_code == 1 && !outcome.error.empty()) ctx.log->error("job {} failed: {}", outcome.job_id, outcome.error);
+    if ((outcome.exit_code == 1 || outcome.exit_code == 3) && !outcome.error.empty())
+      ctx.log->error("job {} failed: {}", outcome.job_id, outcome.error);
     ctx.exit_code = outcome.exit_code;
   });
 }

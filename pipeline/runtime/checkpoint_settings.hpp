@@ -25,7 +25,8 @@ struct RestartSettings {
   std::string strategy = "none";
   int max_attempts = 5;
   std::chrono::milliseconds delay{1000};
-  // A worker silent for this long is taken for dead (SPEC §7: "stops heart-beating").
+  // A worker silent for this long is taken for dead (SPEC §7: "stops heart-beating"); at
+  // least 2 s.
   std::chrono::milliseconds heartbeat_timeout{30'000};
 
   std::chrono::milliseconds delay_before(int attempt) const {
@@ -54,8 +55,9 @@ inline RestartSettings restart_settings_of(const pipeline::PipelineSpec& spec, b
   r.strategy = table["strategy"].value_or(std::string(checkpoints ? "exponential" : "none"));
   r.max_attempts = static_cast<int>(table["max_attempts"].value_or(std::int64_t{5}));
   r.delay = std::chrono::milliseconds(pipeline::duration_ms_or(table["delay"].node(), 1000));
+  // Workers beat every second: anything shorter would take live workers for dead.
   r.heartbeat_timeout = std::chrono::milliseconds(
-      pipeline::duration_ms_or(table["heartbeat_timeout"].node(), 30'000));
+      std::max<std::int64_t>(pipeline::duration_ms_or(table["heartbeat_timeout"].node(), 30'000), 2000));
   return r;
 }
 

@@ -237,10 +237,11 @@ private:
     cancel_all();
     tasks_.clear();
     ++attempt_;
+    ++restarts_;
     exhausted_sources_ = 0;
     if (latest_completed_) restore_from_ = *latest_completed_;
-    auto delay = restart_.delay_before(attempt_);
-    log_.warn("restarting the job (attempt {} of {}) in {} ms from {}: {}", attempt_, restart_.max_attempts,
+    auto delay = restart_.delay_before(restarts_);
+    log_.warn("restarting the job (attempt {} of {}) in {} ms from {}: {}", restarts_, restart_.max_attempts,
               delay.count(), restore_from_.empty() ? std::string("the beginning") : restore_from_.string(),
               last_failure_);
     registration_->update("restarting", pids());
@@ -527,12 +528,13 @@ private:
   }
 
   // The savepoint that stops the job is complete: every task ends without publishing more.
-  void halt(const std::filesystem::path& savepoint) {
+  void halt(const std::filesystem::path& snapshot) {
     halt_workers();
-    outcome_.savepoint = savepoint;
+    outcome_.savepoint = snapshot;
     final_state_ = "stopped";
     ended_ = true;
-    log_.info("job {} stopped with savepoint {}", outcome_.job_id, savepoint.string());
+    bool savepoint = snapshot.filename().string().rfind("savepoint-", 0) == 0;
+    log_.info("job {} stopped with {} {}", outcome_.job_id, savepoint ? "savepoint" : "checkpoint", snapshot.string());
   }
 
   void halt_workers() {
@@ -562,7 +564,7 @@ private:
     if (!p.client.empty()) reply(p.client, transport::ControlMessage{"ERROR", {}}.set("message", what + std::string(" failed: ") + why));
     if (!p.stop_after) return;
     if (p.at_end) {
-      log_.error("the savepoint at the end of input failed: draining the job instead");
+      log_.error("the {} that was to stop the job failed: draining the job instead", what);
       request_stop();
     } else {
       // The sources stopped emitting for a stop that will not happen: let them go on.
@@ -609,14 +611,14 @@ private:
   void task_failed(std::string reason, bool restartable) {
     if (ended_ || restart_pending_) return;
     bool strategy = restart_.strategy != "none";
-    if (restartable && strategy && !stopping_ && attempt_ < restart_.max_attempts) {
+    if (restartable && strategy && !stopping_ && restarts_ < restart_.max_attempts) {
       if (pending_) abort_checkpoint("a task failed", false);
       last_failure_ = std::move(reason);
       restart_pending_ = true;
       return;
     }
-    if (restartable && strategy && attempt_ >= restart_.max_attempts)
-      reason += " (after " + std::to_string(attempt_) + " restart(s): [restart] max_attempts reached)";
+    if (restartable && strategy && restarts_ >= restart_.max_attempts)
+      reason += " (after " + std::to_string(restarts_) + " restart(s): [restart] max_attempts reached)";
     fail(reason);
   }
 
@@ -641,7 +643,7 @@ private:
       answer.set("state", restart_pending_ ? "restarting" : stopping_ ? "stopping" : "running")
           .set("operators", status_json())
           .set("last_checkpoint", latest_completed_ ? latest_completed_->string() : "")
-          .set("attempt", std::to_string(attempt_));
+          .set("restarts", std::to_string(restarts_));
     } else if (m.type == "STOP_JOB") {
       log_.warn("stop requested by streamctl stop --drain: stopping the job gracefully");
       request_stop();
@@ -777,8 +779,20 @@ private:
     ++signals_received_;
     int code = sig == SIGINT ? 130 : 143;
     if (signals_received_ == 1) {
-      log_.warn("{} received: stopping the job gracefully (send it again to cancel)", ::strsignal(sig));
       outcome_.exit_code = code;
+      if (can_stop_at_checkpoint()) {
+        // SPEC §2: sinks commit what the last completed checkpoint covers. Draining instead
+        // would publish output that no checkpoint covers, and a later --resume from the last
+        // checkpoint would publish it again.
+        log_.warn("{} received: taking a last checkpoint, then stopping (send it again to cancel)", ::strsignal(sig));
+        if (pending_) abort_checkpoint("the job is stopping", false);
+        if (trigger(checkpoints_.root / ("chk-" + std::to_string(next_checkpoint_id_)), false, true, ""))
+          pending_->at_end = true; // if it fails, drain
+        else
+          request_stop();
+        return;
+      }
+      log_.warn("{} received: stopping the job gracefully (send it again to cancel)", ::strsignal(sig));
       request_stop();
     } else {
       log_.warn("{} received again: cancelling the job", ::strsignal(sig));
@@ -787,6 +801,13 @@ private:
       final_state_ = "cancelled";
       ended_ = true;
     }
+  }
+
+  // A job that takes checkpoints, with every task running, stops at a last checkpoint.
+  bool can_stop_at_checkpoint() const {
+    return checkpoints_.interval.count() > 0 && !stopping_ && !interrupted() && !(pending_ && pending_->savepoint) &&
+           !tasks_.empty() && all_of([](const TaskRuntime& t) { return t.ready && !t.finished; }) &&
+           exhausted_sources_ == 0;
   }
 
   void reap_children() {
@@ -820,6 +841,10 @@ private:
 
   void fail(const std::string& reason) {
     if (ended_) return;
+    if (!rescale_client_.empty()) {
+      reply(rescale_client_, transport::ControlMessage{"ERROR", {}}.set("message", "the job failed: " + reason));
+      rescale_client_.clear();
+    }
     outcome_.error = reason;
     if (outcome_.exit_code == 0) outcome_.exit_code = 1;
     final_state_ = "failed";
@@ -883,7 +908,8 @@ private:
   RestartSettings restart_;
   std::unique_ptr<CheckpointDirLock> lock_;
   std::string control_endpoint_;
-  int attempt_ = 0;
+  int attempt_ = 0;   // every start of workers: restarts and rescales; tells old messages apart
+  int restarts_ = 0;  // restarts after failures, counted against [restart] max_attempts
   bool restart_pending_ = false;
   std::string last_failure_;
   std::filesystem::path restore_from_;

@@ -8,7 +8,7 @@ namespace streamctl::runtime {
 
 transport::ControlMessage ask_job(const JobEntry& job, const transport::ControlMessage& request,
                                   std::chrono::milliseconds timeout) {
-  if (job.state != "running" || job.control.empty())
+  if ((job.state != "running" && job.state != "restarting") || job.control.empty())
     throw Error(ErrorKind::Usage, "job " + job.id + " is not running (it is " + job.state +
                                       (job.lost ? ": its coordinator is gone" : "") + ")");
   zmq::context_t context;

@@ -58,7 +58,7 @@ std::optional<JobEntry> read_job(const std::filesystem::path& dir) {
                                          string_of(member(tasks->array[k], names.intern("host"))),
                                          int_of(member(tasks->array[k], names.intern("pid")))});
   if (entry.id.empty()) return std::nullopt;
-  if (entry.state == "running" && !process_alive(entry.coordinator_pid)) {
+  if ((entry.state == "running" || entry.state == "restarting") && !process_alive(entry.coordinator_pid)) {
     entry.state = "failed";
     entry.lost = true;
   }
@@ -88,7 +88,7 @@ JobEntry find_job(const std::filesystem::path& state_dir, const std::string& job
   if (named.size() == 1) return named.front();
   std::vector<JobEntry> running;
   for (auto& j : named)
-    if (j.state == "running") running.push_back(j);
+    if (j.state == "running" || j.state == "restarting") running.push_back(j);
   if (running.size() == 1) return running.front();
   if (named.empty())
     throw Error(ErrorKind::Usage, "no job '" + job + "' in " + (state_dir / "jobs").string() +
