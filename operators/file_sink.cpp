@@ -241,6 +241,10 @@ private:
     if (::rename(temp.c_str(), final_path.c_str()) == 0) return {};
     if (errno == ENOENT && std::filesystem::exists(final_path)) return {};
     if (!restoring) fail_io("cannot rename", temp);
+    if (errno == ENOENT)
+      return fail("sink '" + ctx_.node->name + "': the snapshot's output '" + name + "' is in neither '" +
+                  temp.string() + "' nor '" + final_path.string() +
+                  "': was the sink's path changed since? Restore with the path it had, or copy its files there");
     return fail("sink '" + ctx_.node->name + "': cannot publish '" + temp.string() + "': " + std::strerror(errno));
   }
 

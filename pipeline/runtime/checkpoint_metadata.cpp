@@ -1,6 +1,7 @@
 #include "pipeline/runtime/checkpoint_metadata.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
@@ -166,7 +167,17 @@ std::vector<fs::path> completed_checkpoints(const fs::path& root) {
 std::optional<fs::path> latest_restorable(const fs::path& root) {
   auto all = completed_under(root, true);
   if (all.empty()) return std::nullopt;
+  std::int64_t drained = 0;
+  if (std::ifstream in(root / "drained"); in) in >> drained;
+  if (all.back().created_at <= drained) return std::nullopt;
   return all.back().dir;
+}
+
+Result<void> mark_drained(const fs::path& root) {
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return {};
+  auto now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
+  return state::write_file_durably(root / "drained", std::to_string(now.count()) + "\n");
 }
 
 std::uint64_t next_checkpoint_id(const fs::path& root) {

@@ -5,6 +5,8 @@
 //   CHECKPOINT_DIR/NAME/savepoint-TIME/  the same layout, kept until a person deletes it
 //   CHECKPOINT_DIR/NAME/spool/           what sources that cannot seek (stdin) have read
 //   CHECKPOINT_DIR/NAME/lock             held (flock) by the coordinator of the running job
+//   CHECKPOINT_DIR/NAME/drained          when a run last drained (epoch ms): older snapshots
+//                                        are not resumed from
 //
 // _metadata is TOML, so that a person can read it (`cat`), written last and atomically
 // (state/durable_file.hpp): a directory without it is an incomplete checkpoint and is never
@@ -76,8 +78,14 @@ std::filesystem::path checkpoint_dir_of(const std::filesystem::path& path);
 // The completed checkpoints (chk-N with _metadata) under `root`, oldest first.
 std::vector<std::filesystem::path> completed_checkpoints(const std::filesystem::path& root);
 // The checkpoint or savepoint under `root` that was completed last (by created_at, then id),
-// if any: what `run --resume` and `restart` restore.
+// if any and if no run drained after it (mark_drained): what `run --resume` and `restart`
+// restore.
 std::optional<std::filesystem::path> latest_restorable(const std::filesystem::path& root);
+// Records in `root` (when it exists) that a run of the job drained: it published everything
+// it read, so no snapshot taken before now may be resumed from (latest_restorable skips
+// them): `run --resume` after a drained run starts fresh instead of publishing again.
+Result<void> mark_drained(const std::filesystem::path& root);
+
 // One more than the largest checkpoint id used under `root` (by chk-N names and savepoint
 // metadata), so ids never repeat across runs of the job.
 std::uint64_t next_checkpoint_id(const std::filesystem::path& root);

@@ -27,6 +27,12 @@ Result<CheckpointRestore> CheckpointRestore::open(const fs::path& path) {
   return r;
 }
 
+Result<void> CheckpointRestore::verify() {
+  for (auto& reader : readers_)
+    if (auto ok = reader.verify(); !ok) return Failure{ok.error()};
+  return {};
+}
+
 bool CheckpointRestore::has_node(const std::string& node) const {
   for (const auto& t : metadata_.tasks)
     if (std::find(t.nodes.begin(), t.nodes.end(), node) != t.nodes.end()) return true;

@@ -33,6 +33,9 @@ public:
   const std::set<std::string>& nodes_with_state() const { return nodes_with_state_; }
   bool has_node(const std::string& node) const;
 
+  // Reads every segment of every file, checking its checksums.
+  Result<void> verify();
+
   // The keyed segment of `node` for `key_group`, or nullopt when no old subtask wrote one.
   Result<std::optional<std::string>> keyed(const std::string& node, std::uint32_t key_group);
   // The `kind` segment of every old subtask of `node`, indexed by old subtask (an empty

@@ -201,6 +201,9 @@ private:
   void check_restore(const std::filesystem::path& path) {
     auto restore = CheckpointRestore::open(path);
     if (!restore) throw Error(ErrorKind::Snapshot, restore.error());
+    // Every segment's checksums, before anything starts: a damaged file is refused here with
+    // exit 3, not found by a worker half-way through its restore.
+    if (auto ok = restore->verify(); !ok) throw Error(ErrorKind::Snapshot, ok.error());
     auto problems = check_restore_compatible(*restore, job_.spec, options_.allow_non_restored_state);
     if (!problems.empty()) {
       std::string text;
@@ -245,9 +248,11 @@ private:
               delay.count(), restore_from_.empty() ? std::string("the beginning") : restore_from_.string(),
               last_failure_);
     registration_->update("restarting", pids());
+    restarting_ = true;
     auto until = Clock::now() + delay;
     while (Clock::now() < until && !ended_ && !stopping_)
       poll_once(std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()) + 1ms);
+    restarting_ = false;
     if (stopping_ && !ended_) {
       // Stopped while waiting to restart: there is nothing running to drain.
       final_state_ = "stopped";
@@ -354,6 +359,9 @@ private:
     }
     for (const auto& t : tasks_) log_.debug("{}: {}", t.label, encode_metrics(t.metrics));
     log_.info("job {} finished: {}", outcome_.job_id, describe_totals());
+    // Drained: every snapshot so far is behind what was published, and --resume from one
+    // would publish it again.
+    if (auto ok = mark_drained(checkpoints_.root); !ok) log_.warn("{}", ok.error());
   }
 
   // Handles what arrives within `timeout`. Returns false when the job has ended.
@@ -640,7 +648,7 @@ private:
     }
     transport::ControlMessage answer{"OK", {}};
     if (m.type == "STATUS") {
-      answer.set("state", restart_pending_ ? "restarting" : stopping_ ? "stopping" : "running")
+      answer.set("state", restart_pending_ || restarting_ ? "restarting" : stopping_ ? "stopping" : "running")
           .set("operators", status_json())
           .set("last_checkpoint", latest_completed_ ? latest_completed_->string() : "")
           .set("restarts", std::to_string(restarts_));
@@ -696,7 +704,8 @@ private:
       if (next->spec.parallelism_of(node) > next->spec.max_parallelism)
         return refuse("node '" + node.name + "': parallelism " + std::to_string(next->spec.parallelism_of(node)) +
                       " is above max_parallelism " + std::to_string(next->spec.max_parallelism));
-    if (stopping_ || restart_pending_) return refuse("the job is stopping or restarting");
+    if (stopping_ || restart_pending_ || restarting_ || tasks_.empty())
+      return refuse("the job is stopping or restarting; try again");
     if (!all_of([](const TaskRuntime& t) { return t.ready && !t.finished; }))
       return refuse("the job is starting or finishing; try again");
     if (pending_ && pending_->savepoint) return refuse("a savepoint is already in progress");
@@ -710,7 +719,8 @@ private:
     auto refuse = [&](const std::string& why) {
       reply(client, transport::ControlMessage{"ERROR", {}}.set("message", why));
     };
-    if (stopping_ || restart_pending_) return refuse("the job is stopping or restarting");
+    if (stopping_ || restart_pending_ || restarting_ || tasks_.empty())
+      return refuse("the job is stopping or restarting; try again");
     if (!all_of([](const TaskRuntime& t) { return t.ready && !t.finished; }))
       return refuse("the job is starting or finishing; try again");
     if (pending_ && pending_->savepoint) return refuse("a savepoint is already in progress");
@@ -911,6 +921,7 @@ private:
   int attempt_ = 0;   // every start of workers: restarts and rescales; tells old messages apart
   int restarts_ = 0;  // restarts after failures, counted against [restart] max_attempts
   bool restart_pending_ = false;
+  bool restarting_ = false; // waiting out the restart delay, no workers
   std::string last_failure_;
   std::filesystem::path restore_from_;
   std::optional<std::filesystem::path> latest_completed_;

@@ -195,8 +195,10 @@ private:
       // The watermark follows the data, at least once per batch (SPEC §7).
       if (auto watermark = chain_->take_source_watermark()) advance_watermark(*watermark);
       if (status == operators::SourceStatus::End && savepoint_at_end_) {
-        // SPEC §7: the run ends with a savepoint, not a drain; open windows wait in it.
+        // SPEC §7: the run ends with a savepoint, not a drain; open windows wait in it. This
+        // subtask sends nothing more, so downstream must not wait for its watermark.
         router_->flush_all();
+        router_->send_idle();
         send(transport::ControlMessage{"EXHAUSTED", {}});
         source_halted_ = exhausted_ = true;
         continue;
