@@ -55,21 +55,22 @@ std::string utc_stamp() {
 // of one pipeline never write the same chk-N.
 class CheckpointDirLock {
 public:
-  explicit CheckpointDirLock(const std::filesystem::path& root) {
+  // `file`: the pipeline file, which messages start with, as validation's do.
+  CheckpointDirLock(const std::filesystem::path& root, const std::string& file) {
     std::error_code ec;
     std::filesystem::create_directories(root, ec);
     if (ec)
-      throw Error(ErrorKind::Usage, "[checkpoint] dir: cannot create '" + root.string() + "': " + ec.message());
+      throw Error(ErrorKind::Usage, file + ": [checkpoint] dir: cannot create '" + root.string() + "': " + ec.message());
     if (::access(root.c_str(), W_OK) != 0)
       throw Error(ErrorKind::Usage,
-                  "[checkpoint] dir: cannot write '" + root.string() + "': " + std::strerror(errno));
+                  file + ": [checkpoint] dir: cannot write '" + root.string() + "': " + std::strerror(errno));
     fd_ = ::open((root / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd_ < 0)
-      throw Error(ErrorKind::Usage, "[checkpoint] dir: cannot create '" + (root / "lock").string() +
+      throw Error(ErrorKind::Usage, file + ": [checkpoint] dir: cannot create '" + (root / "lock").string() +
                                         "': " + std::strerror(errno));
     if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       ::close(fd_);
-      throw Error(ErrorKind::Usage, "another run of this job is taking checkpoints in '" + root.string() +
+      throw Error(ErrorKind::Usage, file + ": another run of this job is taking checkpoints in '" + root.string() +
                                         "' (its lock is held); stop it first, or set [checkpoint] dir");
     }
   }
@@ -152,7 +153,7 @@ public:
   RunOutcome run() {
     checkpoints_ = checkpoint_settings_of(job_.spec, options_.state_dir);
     restart_ = restart_settings_of(job_.spec, checkpoints_.interval.count() > 0);
-    if (checkpoints_.interval.count() > 0) lock_ = std::make_unique<CheckpointDirLock>(checkpoints_.root);
+    if (checkpoints_.interval.count() > 0) lock_ = std::make_unique<CheckpointDirLock>(checkpoints_.root, job_.spec.file.string());
     if (!options_.restore.empty()) check_restore(options_.restore);
     restore_from_ = options_.restore;
     if (!restore_from_.empty()) latest_completed_ = restore_from_;
