@@ -221,6 +221,7 @@ public:
       if (state::key_group_of(state::hash_key_bytes(t.key), max_parallelism) != key_group)
         return failed("a timer of another key group");
     if (!r.at_end()) return failed(std::to_string(r.remaining()) + " bytes after the state");
+    kept_->reserve_group(key_group, parsed.size());
     for (const auto& p : parsed)
       kept_->try_emplace(p.key, p.hash, p.kept);
     for (const auto& t : timers) {

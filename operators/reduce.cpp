@@ -167,6 +167,7 @@ public:
       parsed.push_back(Parsed{key, hash, std::move(row)});
     }
     if (!r.at_end()) return failed(std::to_string(r.remaining()) + " bytes after the state");
+    rows_->reserve_group(key_group, parsed.size());
     for (auto& p : parsed)
       rows_->try_emplace(p.key, p.hash, std::move(p.row));
     return {};

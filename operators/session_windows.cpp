@@ -281,9 +281,11 @@ public:
         return failed("a timer of another key group");
     if (!r.at_end()) return failed(std::to_string(r.remaining()) + " bytes after the state");
     SessionMap* maps[2] = {&*event_sessions_, &*processing_sessions_};
-    for (int di = 0; di < 2; ++di)
+    for (int di = 0; di < 2; ++di) {
+      if (!parsed[di].empty()) maps[di]->reserve_group(key_group, parsed[di].size());
       for (auto& p : parsed[di])
         maps[di]->try_emplace(p.key, p.hash, std::move(p.sessions));
+    }
     for (const auto& t : timers) {
       const std::uint64_t hash = state::hash_key_bytes(t.key);
       if (t.domain == state::TimeDomain::EventTime)

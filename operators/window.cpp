@@ -411,6 +411,7 @@ public:
     }
     if (!r.at_end()) return failed(std::to_string(r.remaining()) + " bytes after the state");
     for (int di = 0; di < 2; ++di) {
+      if (!made.windows[di].empty()) domains_[di].windows->reserve_group(key_group, made.windows[di].size());
       for (auto& p : made.windows[di])
         domains_[di].windows->try_emplace(p.map_key, p.hash, p.cell);
       made.windows[di].clear(); // the maps own the blocks now

@@ -325,6 +325,13 @@ public:
     return erased;
   }
 
+  // Makes room in `key_group`'s table for `entries` in all, so that inserting them does not
+  // grow it step by step (a restore knows how many a group holds).
+  void reserve_group(std::uint32_t key_group, std::size_t entries) {
+    Group& g = group_at(key_group);
+    if (entries > g.grow_at) rehash(g, capacity_for(entries));
+  }
+
   // Erases every entry of one key group and frees its table.
   void clear_group(std::uint32_t key_group) {
     Group& g = group_at(key_group);
