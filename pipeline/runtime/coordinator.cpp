@@ -10,22 +10,22 @@
 #include <fstream>
 #include <map>
 #include <random>
-#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 
 #include <zmq.hpp>
 
-#include <sys/file.h>
 
 #include "operators/registry.hpp"
 #include "operators/wall_clock.hpp"
+#include "pipeline/runtime/checkpoint_dir_lock.hpp"
 #include "pipeline/runtime/checkpoint_restore.hpp"
 #include "pipeline/runtime/checkpoint_settings.hpp"
 #include "pipeline/runtime/child_process.hpp"
 #include "pipeline/runtime/job_metrics.hpp"
 #include "pipeline/runtime/job_registry.hpp"
+#include "pipeline/runtime/signal_channel.hpp"
 #include "state/error.hpp"
 #include "state/json_writer.hpp"
 #include "transport/control.hpp"
@@ -51,67 +51,6 @@ std::string utc_stamp() {
   return buf;
 }
 
-// CHECKPOINT_DIR/NAME/lock, held while a job with periodic checkpoints runs, so that two runs
-// of one pipeline never write the same chk-N.
-class CheckpointDirLock {
-public:
-  // `file`: the pipeline file, which messages start with, as validation's do.
-  CheckpointDirLock(const std::filesystem::path& root, const std::string& file) {
-    std::error_code ec;
-    std::filesystem::create_directories(root, ec);
-    if (ec)
-      throw Error(ErrorKind::Usage, file + ": [checkpoint] dir: cannot create '" + root.string() + "': " + ec.message());
-    if (::access(root.c_str(), W_OK) != 0)
-      throw Error(ErrorKind::Usage,
-                  file + ": [checkpoint] dir: cannot write '" + root.string() + "': " + std::strerror(errno));
-    fd_ = ::open((root / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0)
-      throw Error(ErrorKind::Usage, file + ": [checkpoint] dir: cannot create '" + (root / "lock").string() +
-                                        "': " + std::strerror(errno));
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      ::close(fd_);
-      throw Error(ErrorKind::Usage, file + ": another run of this job is taking checkpoints in '" + root.string() +
-                                        "' (its lock is held); stop it first, or set [checkpoint] dir");
-    }
-  }
-  ~CheckpointDirLock() { ::close(fd_); }
-  CheckpointDirLock(const CheckpointDirLock&) = delete;
-  CheckpointDirLock& operator=(const CheckpointDirLock&) = delete;
-
-private:
-  int fd_ = -1;
-};
-
-// Blocks SIGINT, SIGTERM and SIGCHLD for the life of the object and reads them from a
-// signalfd, so the coordinator's one poll loop sees signals, control messages and child exits
-// in order, with no async handler.
-class SignalChannel {
-public:
-  SignalChannel() {
-    sigemptyset(&mask_);
-    sigaddset(&mask_, SIGINT);
-    sigaddset(&mask_, SIGTERM);
-    sigaddset(&mask_, SIGCHLD);
-    ::sigprocmask(SIG_BLOCK, &mask_, &previous_);
-    fd_ = ::signalfd(-1, &mask_, SFD_NONBLOCK | SFD_CLOEXEC);
-    if (fd_ < 0) throw Error(ErrorKind::Internal, std::string("signalfd: ") + std::strerror(errno));
-  }
-  ~SignalChannel() {
-    ::close(fd_);
-    ::sigprocmask(SIG_SETMASK, &previous_, nullptr);
-  }
-  int fd() const { return fd_; }
-  // The next pending signal number, or 0.
-  int next() {
-    signalfd_siginfo info{};
-    if (::read(fd_, &info, sizeof info) != sizeof info) return 0;
-    return static_cast<int>(info.ssi_signo);
-  }
-
-private:
-  sigset_t mask_{}, previous_{};
-  int fd_ = -1;
-};
 
 struct TaskRuntime {
   const pipeline::Task* task = nullptr;
