@@ -101,7 +101,6 @@ public:
     Source::open(ctx);
     next_ = static_cast<std::uint64_t>(ctx.subtask);
     step_ = static_cast<std::uint64_t>(ctx.parallelism);
-    started_ = std::chrono::steady_clock::now();
     // The kind of event N repeats with N every 50, so this subtask's events (next_ + k * step_)
     // hold the wanted kind within any 50 in a row, or never (subtask 1 of 50 makes only
     // auctions): then it ends at once rather than scan for ever.
@@ -188,6 +187,12 @@ public:
     if (never_) return SourceStatus::End;
     std::uint64_t n = max_records;
     if (rate_ > 0) {
+      // The rate counts from the first poll, not from open(): a slow start (many workers, a
+      // restore) must not turn into a burst of the records it "owes".
+      if (!rate_started_) {
+        started_ = std::chrono::steady_clock::now();
+        rate_started_ = true;
+      }
       double per_subtask = rate_ / static_cast<double>(step_);
       double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
       auto allowed = static_cast<std::uint64_t>(elapsed * per_subtask) + 1;
@@ -268,6 +273,7 @@ private:
   std::vector<Layer> before_;     // emitted before the restore this subtask started from
   std::uint64_t before_max_ = 0;  // every number at or above it is not in before_
   std::chrono::steady_clock::time_point started_;
+  bool rate_started_ = false;
   state::FieldId seq_, ts_, user_, page_, status_, bytes_;
   std::optional<NexmarkFields> nexmark_fields_; // for profile nexmark
   state::RecordBuilder builder_;

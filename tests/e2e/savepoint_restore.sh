@@ -46,7 +46,7 @@ committed "$WORK/expected" >"$WORK/expected.txt"
 
 # Stop with a savepoint half-way.
 pipeline stopped "$WORK/before" >"$WORK/stopped.toml"
-"$STREAMCTL" -v run "$WORK/stopped.toml" 2>"$WORK/run.log" &
+"$STREAMCTL" -v run "$WORK/stopped.toml" --set sources.gen.rate=4000 2>"$WORK/run.log" &
 pid=$!
 wait_for_text "$WORK/run.log" "records flowing"
 sleep 1
