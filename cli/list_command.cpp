@@ -9,11 +9,7 @@ namespace streamctl::cli {
 
 namespace {
 
-std::string json_string(const std::string& s) {
-  std::string out;
-  state::append_json_string(s, out);
-  return out;
-}
+using state::json_string;
 
 } // namespace
 

@@ -12,11 +12,7 @@ namespace streamctl::cli {
 
 namespace {
 
-std::string json_string(const std::string& s) {
-  std::string out;
-  state::append_json_string(s, out);
-  return out;
-}
+using state::json_string;
 
 // The operators' table of a running job, one line a subtask, from the STATUS reply's JSON.
 void print_operators(const std::string& operators_json) {

@@ -21,6 +21,11 @@ void append_json(const Record& r, const FieldNames& names, std::string& out);
 void append_json_value(const Value& v, const FieldNames& names, std::string& out);
 // A JSON string literal, quotes included.
 void append_json_string(std::string_view s, std::string& out);
+inline std::string json_string(std::string_view s) {
+  std::string out;
+  append_json_string(s, out);
+  return out;
+}
 
 // Canonical text: object keys sorted (by bytes), numbers normalised so that values that
 // values_equal() calls equal print alike where a double can tell: an int prints as itself, a

@@ -23,11 +23,7 @@ std::string utc_now(const char* format) {
   return buf;
 }
 
-std::string json_string(const std::string& s) {
-  std::string out;
-  state::append_json_string(s, out);
-  return out;
-}
+using state::json_string;
 
 } // namespace
 

@@ -13,6 +13,7 @@
 #include "operators/wall_clock.hpp"
 #include "pipeline/runtime/job_loader.hpp"
 #include "pipeline/runtime/job_metrics.hpp"
+#include "pipeline/runtime/liveness_beacon.hpp"
 #include "pipeline/runtime/output_router.hpp"
 #include "pipeline/runtime/runtime_settings.hpp"
 #include "pipeline/runtime/task_chain.hpp"
@@ -43,6 +44,7 @@ public:
       : options_(options), log_(log), control_(context_, zmq::socket_type::dealer) {}
 
   ~Worker() {
+    beacon_.reset();
     snapshot_writer_.reset();
     // Close every socket before the context is destroyed (zmq_ctx_term waits for them).
     gate_.reset();
@@ -54,6 +56,8 @@ public:
     control_.set(zmq::sockopt::routing_id, "task-" + std::to_string(options_.task));
     control_.set(zmq::sockopt::linger, 2000);
     control_.connect(options_.coordinator);
+    beacon_ = std::make_unique<LivenessBeacon>(context_, options_.coordinator, options_.task, options_.attempt,
+                                               kHeartbeatEvery);
     try {
       setup();
       if (chain_->source() != nullptr) run_source_loop();
@@ -476,6 +480,7 @@ private:
   };
   std::deque<Trigger> triggers_;
   std::unique_ptr<AsyncSnapshotWriter> snapshot_writer_;
+  std::unique_ptr<LivenessBeacon> beacon_;
   std::unique_ptr<WatermarkTracker> watermarks_;
   std::unique_ptr<BarrierAligner> aligner_;
   transport::BarrierPayload aligning_barrier_;

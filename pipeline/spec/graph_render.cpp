@@ -50,11 +50,7 @@ std::vector<EdgeView> edge_views(const PipelineSpec& spec, const PhysicalPlan& p
   return out;
 }
 
-std::string json_string(const std::string& s) {
-  std::string out;
-  state::append_json_string(s, out);
-  return out;
-}
+using state::json_string;
 
 // A dot string: quotes escaped, and "\n" kept as Graphviz's line break.
 std::string dot_string(const std::string& s) {
