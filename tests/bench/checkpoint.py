@@ -5,8 +5,8 @@ not a test: it prints figures and fails only when a run fails.
     tests/bench/checkpoint.py [--keys N,N...] [--updates N] [--streamctl PATH] [--skip-rescale]
 
 For each key count (default 3,300,000 and 33,000,000: about 100 MB and 1 GB of keyed state
-as serialised, ~31 bytes a key), a generator feeds a keyed window (count and sum per key, one
-day long, so the state only grows) with `updates` records per key (default 3):
+as serialised, ~31 bytes a key), a generator feeds a keyed window (count and sum per key, ten
+years long, so the state only grows) with `updates` records per key (default 3):
 
   1. throughput without checkpoints, and with a checkpoint every second (full snapshots);
   2. a savepoint of the whole state at the end of input (--savepoint-on-exit): its size, raw
@@ -58,7 +58,7 @@ set = {{ key = "seq % {keys}" }}
 type = "window"
 inputs = ["k"]
 key = ["key"]
-window = {{ kind = "tumbling", size = "1d" }}
+window = {{ kind = "tumbling", size = "3650d" }}
 aggregates = {{ n = "count()", s = "sum(seq)" }}
 [sinks.out]
 type = "file"
