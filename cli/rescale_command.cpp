@@ -42,7 +42,7 @@ void add_rescale_command(CLI::App& app, Context& ctx) {
                                   std::chrono::minutes(30));
     if (reply.type != "OK") {
       ctx.log->error("job {}: rescale failed: {}", entry.id, reply.get("message"));
-      ctx.exit_code = 1;
+      ctx.exit_code = reply.get("usage") == "1" ? 2 : 1;
       return;
     }
     if (!ctx.global.quiet)

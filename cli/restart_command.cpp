@@ -48,6 +48,16 @@ void add_restart_command(CLI::App& app, Context& ctx) {
     options.self_executable = self_executable();
     options.worker_log_flags = ctx.worker_log_flags();
     options.reuse_job_id = entry.id;
+    // The flags the job was run with (absent for jobs of older releases: the defaults).
+    std::ifstream run_options(entry.dir / "run_options");
+    for (std::string line; std::getline(run_options, line);) {
+      auto eq = line.find('=');
+      if (eq == std::string::npos) continue;
+      std::string name = line.substr(0, eq), value = line.substr(eq + 1);
+      if (name == "transport" && (value == "ipc" || value == "tcp")) options.transport = value;
+      if (name == "savepoint_on_exit") options.savepoint_on_exit = value == "1";
+      if (name == "allow_non_restored_state") options.allow_non_restored_state = value == "1";
+    }
     std::optional<std::filesystem::path> from;
     if (!entry.last_checkpoint.empty() && runtime::read_metadata(entry.last_checkpoint)) from = entry.last_checkpoint;
     if (!from) from = runtime::latest_restorable(runtime::checkpoint_root(loaded.spec, options.state_dir));

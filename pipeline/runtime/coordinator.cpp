@@ -100,6 +100,9 @@ public:
     registration_ = std::make_unique<JobRegistration>(options_.state_dir, job_.spec, options_.reuse_job_id);
     outcome_.job_id = registration_->id();
     registration_->write_pipeline(job_.text, job_.overrides);
+    registration_->write_run_options({{"transport", options_.transport},
+                                      {"savepoint_on_exit", options_.savepoint_on_exit ? "1" : "0"},
+                                      {"allow_non_restored_state", options_.allow_non_restored_state ? "1" : "0"}});
     if (options_.on_registered) options_.on_registered(outcome_.job_id, registration_->dir());
 
     control_.set(zmq::sockopt::linger, 0);
@@ -618,6 +621,10 @@ private:
     auto refuse = [&](const std::string& why) {
       reply(client, transport::ControlMessage{"ERROR", {}}.set("message", why));
     };
+    // A request that can never work (exit 2), as against a job not ready for one (exit 1).
+    auto refuse_request = [&](const std::string& why) {
+      reply(client, transport::ControlMessage{"ERROR", {}}.set("message", why).set("usage", "1"));
+    };
     std::vector<std::string> all = job_.overrides;
     for (std::size_t start = 0; start < changes.size();) {
       auto end = changes.find('\n', start);
@@ -634,7 +641,7 @@ private:
       const pipeline::NodeSpec* node = nullptr;
       for (const auto& n : job_.spec.nodes)
         if (n.name == name) node = &n;
-      if (!node) return refuse("the job has no node '" + name + "'");
+      if (!node) return refuse_request("the job has no node '" + name + "'");
       all.push_back(std::string(pipeline::role_name(node->role)) + "s." + name + ".parallelism" + line.substr(eq));
     }
     std::optional<LoadedJob> next;
@@ -643,11 +650,12 @@ private:
       operators::register_builtin_types(registry);
       next = load_job_text(job_.text, job_.spec.file.string(), job_.spec.base_dir, all, registry);
     } catch (const Error& e) {
-      return refuse(std::string("the new parallelism does not make a valid job:\n") + e.what());
+      return refuse_request(std::string("the new parallelism does not make a valid job:\n") + e.what());
     }
     for (const auto& node : next->spec.nodes)
       if (next->spec.parallelism_of(node) > next->spec.max_parallelism)
-        return refuse("node '" + node.name + "': parallelism " + std::to_string(next->spec.parallelism_of(node)) +
+        return refuse_request("node '" + node.name + "': parallelism " +
+                              std::to_string(next->spec.parallelism_of(node)) +
                       " is above max_parallelism " + std::to_string(next->spec.max_parallelism));
     if (stopping_ || restart_pending_ || restarting_ || tasks_.empty())
       return refuse("the job is stopping or restarting; try again");

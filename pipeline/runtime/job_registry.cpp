@@ -56,6 +56,12 @@ void JobRegistration::write_pipeline(const std::string& text, const std::vector<
   if (!out || !list) throw Error(ErrorKind::Internal, "cannot write the pipeline into '" + dir_.string() + "'");
 }
 
+void JobRegistration::write_run_options(const std::vector<std::pair<std::string, std::string>>& options) const {
+  std::ofstream out(dir_ / "run_options");
+  for (const auto& [name, value] : options) out << name << "=" << value << "\n";
+  if (!out) throw Error(ErrorKind::Internal, "cannot write the run options into '" + dir_.string() + "'");
+}
+
 void JobRegistration::update(const std::string& state, const std::map<std::string, int>& pids) {
   std::string json = "{\n  \"id\": " + json_string(id_) + ",\n  \"name\": " + json_string(name_) +
                      ",\n  \"state\": " + json_string(state) + ",\n  \"started\": " + json_string(started_) +

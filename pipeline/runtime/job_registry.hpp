@@ -29,6 +29,9 @@ public:
 
   // pipeline.toml: the text as written; overrides: the --set values, NUL-terminated.
   void write_pipeline(const std::string& text, const std::vector<std::string>& overrides) const;
+  // run_options: the flags of `run` that `restart JOB` must use again, one "name=value" a
+  // line (transport, savepoint_on_exit, allow_non_restored_state).
+  void write_run_options(const std::vector<std::pair<std::string, std::string>>& options) const;
   // The coordinator's control socket, written into job.json for `streamctl status|stop|cancel`.
   void set_control_endpoint(std::string endpoint) { control_endpoint_ = std::move(endpoint); }
   // The latest completed checkpoint or savepoint, written into job.json for `list` and

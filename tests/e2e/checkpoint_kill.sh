@@ -136,7 +136,8 @@ assert_no_processes_left
 
 # kill -9 the coordinator: its workers go; `restart` recovers the job from disk, same id.
 pipeline recover "$WORK/recovered" >"$WORK/recover.toml"
-"$STREAMCTL" -v run "$WORK/recover.toml" 2>"$WORK/recover.log" &
+# Over tcp, so that the restart shows it keeps the run's flags (run_options).
+"$STREAMCTL" -v run "$WORK/recover.toml" --transport tcp 2>"$WORK/recover.log" &
 pid=$!
 wait_for_text "$WORK/recover.log" "records flowing"
 sleep 1.5
@@ -149,6 +150,7 @@ id=$(python3 -c 'import json, sys, glob
 for p in glob.glob(sys.argv[1] + "/jobs/recover-*/job.json"): print(json.load(open(p))["id"])' "$STREAMCTL_STATE_DIR")
 run_expect 0 "$STREAMCTL" -v restart "$id"
 assert_contains "$WORK/err" "restarting job $id from $WORK/ck/recover/chk-"
+assert_contains "$STREAMCTL_STATE_DIR/jobs/$id/job.json" '"control": "tcp://127.0.0.1:'
 run_expect 0 "$STREAMCTL" status "$id" --json
 assert_contains "$WORK/out" '"state":"finished"'
 cat "$WORK/recovered"/part-* | canonical >"$WORK/recovered.txt"

@@ -92,8 +92,9 @@ assert_contains "$WORK/out" '"name":"count_per_key","type":"window","parallelism
 sleep 0.7
 run_expect 0 "$STREAMCTL" rescale rescaled --operator count_per_key=1
 assert_contains "$WORK/err" "count_per_key=1"
-run_expect 1 "$STREAMCTL" rescale rescaled --operator nosuchnode=2
-run_expect 1 "$STREAMCTL" rescale rescaled --parallelism 500
+run_expect 2 "$STREAMCTL" rescale rescaled --operator nosuchnode=2
+assert_contains "$WORK/err" "no node 'nosuchnode'"
+run_expect 2 "$STREAMCTL" rescale rescaled --parallelism 500
 assert_contains "$WORK/err" "max_parallelism"
 sleep 0.5
 run_expect 0 "$STREAMCTL" stop rescaled
