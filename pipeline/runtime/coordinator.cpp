@@ -158,9 +158,9 @@ private:
   // The savepoint of a rescale is complete and the workers are gone: start the new plan from
   // it (SPEC §7: state redistributed by key group). The job keeps its id.
   void rescale() {
+    tasks_.clear(); // they point into the old plan
     job_ = std::move(*rescale_to_);
     rescale_to_.reset();
-    tasks_.clear();
     ++attempt_;
     exhausted_sources_ = 0;
     restore_from_ = *latest_completed_;
