@@ -657,14 +657,20 @@ private:
         return refuse_request("node '" + node.name + "': parallelism " +
                               std::to_string(next->spec.parallelism_of(node)) +
                       " is above max_parallelism " + std::to_string(next->spec.max_parallelism));
-    if (stopping_ || restart_pending_ || restarting_ || tasks_.empty())
-      return refuse("the job is stopping or restarting; try again");
-    if (!all_of([](const TaskRuntime& t) { return t.ready && !t.finished; }))
-      return refuse("the job is starting or finishing; try again");
-    if (pending_ && pending_->savepoint) return refuse("a savepoint is already in progress");
+    if (auto busy = why_no_savepoint_now()) return refuse(*busy);
     if (pending_) abort_checkpoint("a rescale was requested", false);
     log_.warn("rescale requested: taking a savepoint, then restarting with the new parallelism");
     if (trigger(default_savepoint_dir(), true, true, client)) pending_->rescaled = std::move(next);
+  }
+
+  // Why a savepoint asked for now (savepoint, stop, rescale) cannot be taken, if it cannot.
+  std::optional<std::string> why_no_savepoint_now() const {
+    if (stopping_ || restart_pending_ || restarting_ || tasks_.empty())
+      return "the job is stopping or restarting; try again";
+    if (!all_of([](const TaskRuntime& t) { return t.ready && !t.finished; }))
+      return "the job is starting or finishing; try again";
+    if (pending_ && pending_->savepoint) return "a savepoint is already in progress";
+    return std::nullopt;
   }
 
   // `streamctl savepoint JOB [--dir]`, and `stop JOB` (a savepoint, then the job halts).
@@ -672,11 +678,7 @@ private:
     auto refuse = [&](const std::string& why) {
       reply(client, transport::ControlMessage{"ERROR", {}}.set("message", why));
     };
-    if (stopping_ || restart_pending_ || restarting_ || tasks_.empty())
-      return refuse("the job is stopping or restarting; try again");
-    if (!all_of([](const TaskRuntime& t) { return t.ready && !t.finished; }))
-      return refuse("the job is starting or finishing; try again");
-    if (pending_ && pending_->savepoint) return refuse("a savepoint is already in progress");
+    if (auto busy = why_no_savepoint_now()) return refuse(*busy);
     if (pending_) abort_checkpoint("a savepoint was requested", false);
     if (stop_after) log_.warn("stop requested by streamctl stop: taking a savepoint, then stopping");
     std::filesystem::path target = dir.empty() ? default_savepoint_dir()
