@@ -52,6 +52,10 @@ struct OperatorContext {
   // Where a source that cannot seek (stdin) spools what it reads so that a restore can replay
   // it; its positions name files in it. Empty when the job takes no checkpoints.
   std::filesystem::path checkpoint_dir;
+  // Logs a warning a person should see (a source that resumes otherwise than its position
+  // said: an input file rotated since the snapshot). Called from the task thread; may be
+  // empty (unit tests), and then nothing is logged.
+  std::function<void(const std::string&)> warn;
 };
 
 class Operator {
