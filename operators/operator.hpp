@@ -155,8 +155,13 @@ public:
   virtual void write(const state::Batch& in) = 0;
   // All input has ended: flush and make the output visible (rename part files).
   virtual void finish() = 0;
-  // The job failed or was cancelled: discard what is not committed.
+  // The job failed or this task is halted: discard the output in progress. Output prepared
+  // for a checkpoint stays, since that checkpoint may have completed (a restore publishes it).
   virtual void abort() {}
+  // The job was cancelled: the coordinator sends the COMMIT of every checkpoint that completed
+  // before CANCEL, on the same ordered channel, and none completes after it, so everything not
+  // committed by now will never be: discard it all, prepared or in progress.
+  virtual void cancel() { abort(); }
 
   // --- Exactly-once output by two-phase commit (SPEC §6, §7). Called between writes. ---
   //

@@ -144,6 +144,10 @@ void TaskChain::abort() {
   if (sink_) sink_->abort();
 }
 
+void TaskChain::cancel() {
+  if (sink_) sink_->cancel();
+}
+
 std::vector<std::string> TaskChain::node_names() const {
   std::vector<std::string> names;
   for (std::size_t index : node_indices_) names.push_back(spec_.nodes[index].name);
