@@ -5,7 +5,9 @@
 #include <fcntl.h>
 #include <optional>
 #include <set>
+#include <sys/file.h>
 #include <unistd.h>
+#include <utility>
 
 #include "operators/fd_writer.hpp"
 #include "operators/source_position.hpp"
@@ -30,9 +32,35 @@ constexpr std::size_t kFlushBytes = 1 << 20;
 //             prepared file is the same name with a leading '.')
 constexpr std::uint8_t kSinkStateVersion = 1;
 
+// A descriptor closed on destruction. A part file's descriptor stays open, holding an
+// exclusive flock, until the part is published or discarded: that is how a run starting
+// tells its own leftovers (nobody holds them) from the files of a live writer.
+class HeldFile {
+public:
+  HeldFile() = default;
+  explicit HeldFile(int fd) : fd_(fd) {}
+  HeldFile(HeldFile&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  HeldFile& operator=(HeldFile&& other) noexcept {
+    if (this != &other) {
+      reset();
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  ~HeldFile() { reset(); }
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+private:
+  int fd_ = -1;
+};
+
 struct Prepared {
   std::uint64_t checkpoint = 0;
   std::string name; // final name, in the sink's directory
+  HeldFile held;    // its descriptor, locked, while this run prepared it; empty after a restore
 };
 
 // `part-<subtask>-<n>.<extension>`: the subtask and n, or nullopt for any other name.
@@ -67,6 +95,8 @@ public:
   ~FileSink() override {
     if (fd_ >= 0) abort();
   }
+  FileSink(const FileSink&) = delete;
+  FileSink& operator=(const FileSink&) = delete;
 
   void open(OperatorContext& ctx) override {
     Sink::open(ctx);
@@ -88,9 +118,9 @@ public:
 
   void pre_commit(std::uint64_t checkpoint_id, std::string& out) override {
     if (fd_ >= 0 && (written_ > 0 || !buffer_.empty())) {
-      close_part();
+      HeldFile held = close_part();
       sync_dir(); // the prepared file's name must survive a crash too
-      prepared_.push_back(Prepared{checkpoint_id, final_name_});
+      prepared_.push_back(Prepared{checkpoint_id, final_name_, std::move(held)});
     }
     // An empty part stays in progress: no empty file per checkpoint.
     PositionWriter w(out, kSinkStateVersion, 'K');
@@ -123,6 +153,7 @@ public:
   }
 
   Result<void> restore_pending(const std::vector<std::string_view>& old_subtasks) override {
+    leftovers_handled_ = true;
     // Parse everything before touching a file: a corrupt state changes nothing.
     std::vector<std::vector<Prepared>> files(old_subtasks.size());
     std::set<std::string> covered;
@@ -149,7 +180,7 @@ public:
         if (!part || part->first != s) return r.failure("bad part file name '" + *name + "'");
         if (*prepared_for > *checkpoint) return r.failure("'" + *name + "' prepared for a later checkpoint");
         covered.insert(*name);
-        files[s].push_back(Prepared{*prepared_for, std::move(*name)});
+        files[s].push_back(Prepared{*prepared_for, std::move(*name), HeldFile{}});
       }
       if (auto ok = r.end(); !ok) return ok;
       if (s % static_cast<std::size_t>(ctx_.parallelism) == static_cast<std::size_t>(ctx_.subtask))
@@ -166,31 +197,15 @@ public:
         if (auto ok = publish(p.name, true); !ok) return ok;
     }
     // Any other part in progress of those subtasks was written after the checkpoint: discard.
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
-      std::string name = entry.path().filename().string();
-      bool in_progress = !name.empty() && name[0] == '.';
-      auto part = parse_part_name(std::string_view(name).substr(in_progress ? 1 : 0), extension_);
-      if (!part) continue;
-      // Never reuse a number seen here, even one deleted now: a straggler of the old run may
-      // still hold that file open.
-      if (part->first == static_cast<std::uint64_t>(ctx_.subtask)) next_n_ = std::max(next_n_, part->second + 1);
-      if (!in_progress || !mine(part->first) || covered.count(name.substr(1)) > 0) continue;
-      if (::unlink(entry.path().c_str()) != 0 && errno != ENOENT)
-        return fail("sink '" + ctx_.node->name + "': cannot delete '" + entry.path().string() +
-                    "': " + std::strerror(errno));
-    }
-    if (ec) return fail("sink '" + ctx_.node->name + "': cannot list '" + dir_.string() + "': " + ec.message());
-    sync_dir();
-    return {};
+    return discard_leftovers(covered, false);
   }
 
   void finish() override {
     // Without checkpoints, the one part file; with them, what the last checkpoint left.
     if (fd_ < 0 && prepared_.empty() && !published_any_) start_part();
     if (fd_ >= 0) {
-      close_part();
-      prepared_.push_back(Prepared{0, final_name_});
+      HeldFile held = close_part();
+      prepared_.push_back(Prepared{0, final_name_, std::move(held)});
     }
     for (const auto& p : prepared_) publish(p.name, false);
     prepared_.clear();
@@ -199,16 +214,30 @@ public:
   }
 
   void abort() override {
-    // Files prepared for a checkpoint stay: it may yet complete, and a restore publishes them.
+    // Files prepared for a checkpoint stay: it may have completed, and a restore publishes them.
     if (fd_ < 0) return;
+    ::unlink((dir_ / ("." + final_name_)).c_str());
     ::close(fd_);
     fd_ = -1;
-    ::unlink((dir_ / ("." + final_name_)).c_str());
+  }
+
+  void cancel() override {
+    abort();
+    // No checkpoint they were prepared for completes now (Sink::cancel): nothing will publish
+    // them, and a restore of an earlier checkpoint writes their records again.
+    for (const auto& p : prepared_) ::unlink((dir_ / ("." + p.name)).c_str());
+    if (!prepared_.empty()) sync_dir();
+    prepared_.clear();
   }
 
 private:
-  // Opens the next part file in progress, with a number no file of this subtask has.
+  // Opens the next part file in progress, with a number no file of this subtask has. A run
+  // that restored nothing first discards what earlier runs of its subtasks left in progress.
   void start_part() {
+    if (!leftovers_handled_) {
+      leftovers_handled_ = true;
+      if (auto ok = discard_leftovers({}, true); !ok) throw Error(ErrorKind::JobFailed, ok.error());
+    }
     std::string prefix = "part-" + std::to_string(ctx_.subtask) + "-";
     for (;; ++next_n_) {
       std::string name = prefix + std::to_string(next_n_) + "." + extension_;
@@ -216,6 +245,8 @@ private:
       fd_ = ::open((dir_ / ("." + name)).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
       if (fd_ < 0 && errno == EEXIST) continue;
       if (fd_ < 0) fail_io("cannot create", dir_ / ("." + name));
+      // A new file: no one else can hold its lock. Held until it is published or discarded.
+      ::flock(fd_, LOCK_EX | LOCK_NB);
       final_name_ = name;
       ++next_n_;
       written_ = 0;
@@ -225,12 +256,44 @@ private:
     }
   }
 
-  // Flushes, fsyncs and closes the part in progress.
-  void close_part() {
+  // Flushes and fsyncs the part in progress; returns its descriptor, which keeps it locked.
+  HeldFile close_part() {
     flush();
     if (::fsync(fd_) != 0) fail_io("cannot fsync", dir_ / ("." + final_name_));
-    ::close(fd_);
-    fd_ = -1;
+    return HeldFile(std::exchange(fd_, -1));
+  }
+
+  // Deletes the parts in progress (".part-S-N") of the old subtasks S this subtask takes over
+  // (S mod parallelism), except those in `keep` (prepared for the restored checkpoint): what a
+  // killed worker or an earlier run left. With `spare_held`, a part that a live writer holds
+  // (flock) is kept too: a fresh run cannot tell an earlier run of its own from another job
+  // writing into the same directory; a restore runs after the coordinator has reaped the
+  // job's old workers. Notes the numbers used so that none is reused.
+  Result<void> discard_leftovers(const std::set<std::string>& keep, bool spare_held) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+      std::string name = entry.path().filename().string();
+      bool in_progress = !name.empty() && name[0] == '.';
+      auto part = parse_part_name(std::string_view(name).substr(in_progress ? 1 : 0), extension_);
+      if (!part) continue;
+      // Never reuse a number seen here, even one deleted now: a straggler of the old run may
+      // still hold that file open.
+      if (part->first == static_cast<std::uint64_t>(ctx_.subtask)) next_n_ = std::max(next_n_, part->second + 1);
+      bool mine = part->first % static_cast<std::uint64_t>(ctx_.parallelism) == static_cast<std::uint64_t>(ctx_.subtask);
+      if (!in_progress || !mine || keep.count(name.substr(1)) > 0) continue;
+      int fd = ::open(entry.path().c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue; // gone meanwhile
+      bool held = spare_held && ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+      int unlinked = held ? 0 : ::unlink(entry.path().c_str());
+      int error = errno;
+      ::close(fd);
+      if (!held && unlinked != 0 && error != ENOENT)
+        return fail("sink '" + ctx_.node->name + "': cannot delete '" + entry.path().string() +
+                    "': " + std::strerror(error));
+    }
+    if (ec) return fail("sink '" + ctx_.node->name + "': cannot list '" + dir_.string() + "': " + ec.message());
+    sync_dir();
+    return {};
   }
 
   // Renames `.name` to `name`. With `restoring`, a file already renamed is fine and a missing
@@ -280,6 +343,7 @@ private:
   std::uint64_t next_n_ = 0;       // the next part number to try
   std::vector<Prepared> prepared_; // closed, fsynced, waiting for their checkpoint
   bool published_any_ = false;
+  bool leftovers_handled_ = false; // leftovers of earlier runs are dealt with (restore_pending or start_part)
   std::string buffer_;
 };
 

@@ -5,12 +5,13 @@
 #include <cstring>
 #include <fcntl.h>
 #include <glob.h>
-#include <map>
+#include <optional>
+#include <set>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "operators/file_position.hpp"
 #include "operators/line_source.hpp"
-#include "operators/source_position.hpp"
 #include "operators/text_format_schema.hpp"
 #include "state/error.hpp"
 
@@ -34,23 +35,22 @@ std::vector<std::string> expand_glob(const std::filesystem::path& base_dir, cons
 
 namespace {
 
-// Position of a file source, version 1 (integers little-endian, str = u32 length + bytes):
-//
-//   u8  version = 1
-//   u8  kind = 'F'
-//   u32 files: how many entries follow (the files this subtask started or finished)
-//   per file:
-//     str name    the path as matched, relative to the pipeline file's directory when `path`
-//                 is relative (so a savepoint survives moving the pipeline with its data)
-//     u64 offset  bytes consumed: records of every line before it were emitted
-//     u64 line    lines consumed (bad-record line numbers go on from it)
-//     u8  done    1 when the file was read to its end
-//     str header  the csv header line consumed, empty when none
-constexpr std::uint8_t kFilePositionVersion = 1;
+// The position format is drawn in operators/file_position.hpp.
 
 struct FileProgress {
   LineProgress at;
   bool done = false;
+  std::optional<FileIdentity> identity; // of the file read: set once it is opened or resumed
+};
+
+// A matching file as stat(2) saw it when the source was restored.
+struct Present {
+  bool ok = false;
+  int error = 0; // errno when not ok
+  std::uint64_t device = 0;
+  std::uint64_t inode = 0;
+  std::uint64_t size = 0;
+  std::optional<std::string> first; // its first bytes, once read
 };
 
 class FileSource final : public LineSource {
@@ -68,68 +68,61 @@ public:
 
   void snapshot_position(std::string& out) const override {
     auto live = current_progress();
-    std::vector<std::size_t> listed;
+    std::vector<FilePositionEntry> listed;
     for (std::size_t k = static_cast<std::size_t>(ctx_.subtask); k < files_.size();
          k += static_cast<std::size_t>(ctx_.parallelism)) {
       bool reading = live.has_value() && k == current_;
-      if (reading || progress_[k].done || progress_[k].at.offset > 0 || progress_[k].at.line > 0)
-        listed.push_back(k);
+      if (!(reading || progress_[k].done || progress_[k].at.offset > 0 || progress_[k].at.line > 0)) continue;
+      const LineProgress& at = reading ? *live : progress_[k].at;
+      std::optional<FileIdentity> identity = progress_[k].identity;
+      // The fingerprint must cover what was consumed (up to its length): a file that was
+      // shorter when opened is fingerprinted again over what it has now.
+      if (reading && identity && identity->fingerprint_bytes < std::min<std::uint64_t>(at.offset, kFingerprintBytes)) {
+        auto now = identify_file(current_fd_);
+        if (!now) throw Error(ErrorKind::JobFailed, "source '" + ctx_.node->name + "': '" + files_[k] + "': " + now.error());
+        identity = *now;
+      }
+      if (!identity)
+        throw Error(ErrorKind::Internal, "source '" + ctx_.node->name + "': no identity for '" + files_[k] + "'");
+      listed.push_back(FilePositionEntry{keys_[k], identity, at.offset, at.line, progress_[k].done, at.header});
     }
-    PositionWriter w(out, kFilePositionVersion, 'F');
-    w.u32(static_cast<std::uint32_t>(listed.size()));
-    for (std::size_t k : listed) {
-      const LineProgress& at = live.has_value() && k == current_ ? *live : progress_[k].at;
-      w.str(keys_[k]);
-      w.u64(at.offset);
-      w.u64(at.line);
-      w.u8(progress_[k].done ? 1 : 0);
-      w.str(at.header);
-    }
+    write_file_position(out, listed);
   }
 
+  // Which recorded file each matching file is, by identity rather than by name (log
+  // rotation renames, replaces and truncates files between runs); see the man page, FILE
+  // SOURCE, for the rules in a user's words.
   Result<void> restore_position(const std::vector<std::string_view>& old_subtasks) override {
-    std::map<std::string, FileProgress> recorded;
+    recorded_.clear();
+    std::set<std::string> names;
     for (std::size_t s = 0; s < old_subtasks.size(); ++s) {
       if (old_subtasks[s].empty()) continue; // that subtask had started nothing
-      PositionReader r(old_subtasks[s], "position of source '" + ctx_.node->name + "' subtask " + std::to_string(s));
-      if (auto ok = r.header(kFilePositionVersion, 'F'); !ok) return ok;
-      auto count = r.u32();
-      if (!count) return Failure{count.error()};
-      // Each entry takes at least 29 bytes: refuse a count the data cannot hold.
-      if (*count > r.remaining() / 29) return r.failure("file count " + std::to_string(*count) + " exceeds the data");
-      for (std::uint32_t k = 0; k < *count; ++k) {
-        auto name = r.str(1 << 16);
-        if (!name) return Failure{name.error()};
-        auto offset = r.u64();
-        if (!offset) return Failure{offset.error()};
-        auto line = r.u64();
-        if (!line) return Failure{line.error()};
-        auto done = r.u8();
-        if (!done) return Failure{done.error()};
-        if (*done > 1) return r.failure("bad done flag");
-        auto header = r.str();
-        if (!header) return Failure{header.error()};
-        if (*line > *offset) return r.failure("'" + *name + "': more lines than bytes");
-        FileProgress p{LineProgress{*offset, *line, std::move(*header)}, *done == 1};
-        if (!recorded.emplace(*name, std::move(p)).second)
-          return r.failure("file '" + *name + "' recorded twice");
+      auto files = read_file_position(old_subtasks[s], "position of source '" + ctx_.node->name + "' subtask " +
+                                                           std::to_string(s));
+      if (!files) return Failure{files.error()};
+      for (auto& f : *files) {
+        if (!names.insert(f.name).second)
+          return fail("position of source '" + ctx_.node->name + "': file '" + f.name + "' recorded twice");
+        recorded_.push_back(std::move(f));
       }
-      if (auto ok = r.end(); !ok) return ok;
+    }
+    if (recorded_.empty()) return {};
+    present_.assign(files_.size(), Present{});
+    for (std::size_t k = 0; k < files_.size(); ++k) {
+      struct stat st {};
+      if (::stat(files_[k].c_str(), &st) != 0) {
+        present_[k].error = errno;
+        continue;
+      }
+      present_[k] = Present{true, 0, static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
+                            static_cast<std::uint64_t>(st.st_size), std::nullopt};
     }
     for (std::size_t k = static_cast<std::size_t>(ctx_.subtask); k < files_.size();
-         k += static_cast<std::size_t>(ctx_.parallelism)) {
-      auto it = recorded.find(keys_[k]);
-      if (it == recorded.end()) continue; // new since the snapshot: read it all
-      struct stat st {};
-      if (::stat(files_[k].c_str(), &st) != 0)
-        return fail("source '" + ctx_.node->name + "': cannot stat '" + files_[k] + "': " + std::strerror(errno));
-      if (static_cast<std::uint64_t>(st.st_size) < it->second.at.offset)
-        return fail("source '" + ctx_.node->name + "': '" + files_[k] + "' has " + std::to_string(st.st_size) +
-                    " bytes, fewer than the " + std::to_string(it->second.at.offset) +
-                    " already read: it was truncated or replaced since the snapshot");
-      progress_[k] = std::move(it->second);
-    }
-    // Files that no longer match the glob are gone: nothing more to read from them.
+         k += static_cast<std::size_t>(ctx_.parallelism))
+      if (auto ok = restore_file(k); !ok) return ok;
+    if (ctx_.subtask == 0) report_gone();
+    recorded_.clear();
+    present_.clear();
     return {};
   }
 
@@ -152,6 +145,12 @@ protected:
           continue;
         }
       }
+      auto identity = identify_file(fd);
+      if (!identity) {
+        ::close(fd);
+        throw Error(ErrorKind::JobFailed, "source '" + ctx_.node->name + "': '" + path + "': " + identity.error());
+      }
+      progress_[k].identity = *identity;
       if (offset > 0 && ::lseek(fd, static_cast<off_t>(offset), SEEK_SET) < 0) {
         int e = errno;
         ::close(fd);
@@ -161,26 +160,207 @@ protected:
       ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
       progress_[k].done = false;
       current_ = k;
+      current_fd_ = fd;
       next_ += static_cast<std::size_t>(ctx_.parallelism);
       return Input{fd, progress_[k].at};
     }
     return std::nullopt;
   }
   void close_input(int fd, const LineProgress& at) override {
+    std::optional<FileIdentity> identity = progress_[current_].identity;
+    if (identity && identity->fingerprint_bytes < std::min<std::uint64_t>(at.offset, kFingerprintBytes)) {
+      auto now = identify_file(fd);
+      if (!now) {
+        ::close(fd);
+        throw Error(ErrorKind::JobFailed, "source '" + ctx_.node->name + "': '" + files_[current_] + "': " + now.error());
+      }
+      identity = *now;
+    }
     ::close(fd);
-    progress_[current_] = FileProgress{at, true};
+    progress_[current_] = FileProgress{at, true, identity};
     current_ = kNone;
+    current_fd_ = -1;
   }
   bool blocking_reads() const override { return true; }
 
 private:
   static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
 
+  // A file whose identity cannot be established is refused (exit 3): reading it from its
+  // start might repeat records, and from the recorded offset lose them.
+  Failure refuse(std::size_t k, const std::string& why) const {
+    return fail("source '" + ctx_.node->name + "': cannot tell which file '" + files_[k] + "' is: " + why);
+  }
+  void warn(const std::string& message) const {
+    if (ctx_.warn) ctx_.warn("source '" + ctx_.node->name + "': " + message);
+  }
+  static std::string inode_text(std::uint64_t device, std::uint64_t inode) {
+    return "device " + std::to_string(device) + " inode " + std::to_string(inode);
+  }
+
+  // The first bytes of file `k` (up to kFingerprintBytes), read once per restore.
+  Result<std::string_view> first_bytes(std::size_t k) {
+    if (!present_[k].first) {
+      int fd = ::open(files_[k].c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return fail(std::string("cannot open it: ") + std::strerror(errno));
+      auto bytes = read_first_bytes(fd);
+      ::close(fd);
+      if (!bytes) return Failure{bytes.error()};
+      present_[k].first = std::move(*bytes);
+    }
+    return std::string_view(*present_[k].first);
+  }
+
+  // Whether file `k` starts with the bytes `id` fingerprinted.
+  Result<bool> starts_with(std::size_t k, const FileIdentity& id) {
+    auto first = first_bytes(k);
+    if (!first) return Failure{first.error()};
+    return starts_with_fingerprint(*first, id);
+  }
+
+  // Whether file `k` is the file `e` recorded, grown or not: the same device and inode, its
+  // first bytes unchanged, and at least the bytes consumed.
+  Result<bool> is_intact(std::size_t k, const FilePositionEntry& e) {
+    const Present& p = present_[k];
+    if (!p.ok || !e.identity || p.device != e.identity->device || p.inode != e.identity->inode) return false;
+    if (p.size < e.offset) return false;
+    return starts_with(k, *e.identity);
+  }
+
+  // The matching file that holds `e`'s device and inode, if any.
+  std::optional<std::size_t> holder_of(const FilePositionEntry& e) const {
+    if (!e.identity) return std::nullopt;
+    std::optional<std::size_t> found;
+    for (std::size_t k = 0; k < files_.size(); ++k)
+      if (present_[k].ok && present_[k].device == e.identity->device && present_[k].inode == e.identity->inode)
+        if (!found || keys_[k] == e.name) found = k;
+    return found;
+  }
+
+  // Goes on reading file `k` where `e` was, with the identity it has now.
+  Result<void> resume(std::size_t k, const FilePositionEntry& e) {
+    int fd = ::open(files_[k].c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return refuse(k, std::string("cannot open it: ") + std::strerror(errno));
+    auto identity = identify_file(fd);
+    ::close(fd);
+    if (!identity) return refuse(k, identity.error());
+    progress_[k] = FileProgress{LineProgress{e.offset, e.line, e.header}, e.done, *identity};
+    return {};
+  }
+
+  Result<void> restore_file(std::size_t k) {
+    const Present& p = present_[k];
+    if (!p.ok) return refuse(k, std::string("cannot stat it: ") + std::strerror(p.error));
+    const std::string& path = files_[k];
+
+    // 1. The file with the device and inode of a recorded one: it, if its first bytes are
+    //    unchanged and it is not shorter than what was read (maybe renamed: a glob's rotation).
+    const FilePositionEntry* same = nullptr;
+    for (const auto& e : recorded_)
+      if (e.identity && e.identity->device == p.device && e.identity->inode == p.inode)
+        if (same == nullptr || e.name == keys_[k]) same = &e;
+    if (same != nullptr) {
+      auto intact = is_intact(k, *same);
+      if (!intact) return refuse(k, intact.error());
+      if (*intact) {
+        if (same->name != keys_[k])
+          warn("'" + path + "' is '" + same->name + "' of the snapshot, renamed since: going on at byte " +
+               std::to_string(same->offset));
+        return resume(k, *same);
+      }
+      if (same->offset > 0)
+        warn("'" + path + "' was truncated or rewritten in place since the snapshot (it has " + std::to_string(p.size) +
+             " bytes, " + std::to_string(same->offset) + " were read, and its first bytes " +
+             (p.size < same->identity->fingerprint_bytes ? "are gone" : "may differ") +
+             "): reading it from its start");
+      return {};
+    }
+
+    // 2. Another inode that starts with the bytes of a recorded file no longer found intact:
+    //    a copy of it (copytruncate's copy, a copy moved over it, a filesystem mounted again
+    //    with another device number) when a whole fingerprint matches; with fewer bytes, a
+    //    copy cannot be told from a new file that starts alike.
+    const FilePositionEntry* copy_of = nullptr;
+    const FilePositionEntry* undecided = nullptr;
+    for (const auto& e : recorded_) {
+      if (!e.identity || e.offset == 0 || p.size < e.offset) continue;
+      auto starts = starts_with(k, *e.identity);
+      if (!starts) return refuse(k, starts.error());
+      if (!*starts) continue;
+      if (auto holder = holder_of(e)) {
+        auto intact = is_intact(*holder, e);
+        if (!intact) return refuse(k, "'" + files_[*holder] + "': " + intact.error());
+        if (*intact) continue; // the file read is still there: this one is another
+      }
+      if (e.identity->fingerprint_bytes == kFingerprintBytes) {
+        if (copy_of == nullptr || e.name == keys_[k]) copy_of = &e;
+      } else {
+        undecided = &e;
+      }
+    }
+    if (copy_of != nullptr) {
+      warn("'" + path + "' is not the file '" + copy_of->name + "' the snapshot read (" +
+           inode_text(copy_of->identity->device, copy_of->identity->inode) + ", now " + inode_text(p.device, p.inode) +
+           ") but starts with the same " + std::to_string(kFingerprintBytes) +
+           " bytes: taking it for a copy of it, going on at byte " + std::to_string(copy_of->offset));
+      return resume(k, *copy_of);
+    }
+    if (undecided != nullptr)
+      return refuse(k, "it is not the file '" + undecided->name + "' the snapshot read (" +
+                           inode_text(undecided->identity->device, undecided->identity->inode) + ", now " +
+                           inode_text(p.device, p.inode) + ") but starts with the same " +
+                           std::to_string(undecided->identity->fingerprint_bytes) +
+                           " bytes, too few to tell a copy of it from a new file that starts alike; move it out of "
+                           "the source's path, or run without --resume to read everything again");
+
+    // 3. Another file at a recorded name: the recorded one was replaced, or renamed away.
+    const FilePositionEntry* named = nullptr;
+    for (const auto& e : recorded_)
+      if (e.name == keys_[k]) named = &e;
+    if (named == nullptr) return {}; // new since the snapshot: read it all
+    if (!named->identity) {
+      // A version 1 position (written before identities were recorded): the file at the name
+      // is taken for the one read, as streamctl did then, unless it is shorter than that.
+      if (p.size < named->offset)
+        return fail("source '" + ctx_.node->name + "': '" + path + "' has " + std::to_string(p.size) +
+                    " bytes, fewer than the " + std::to_string(named->offset) +
+                    " already read: it was truncated or replaced since the snapshot");
+      if (named->offset > 0)
+        warn("the snapshot's position of '" + path +
+             "' records no file identity (written by an older streamctl): taking the file there for the one "
+             "read, going on at byte " + std::to_string(named->offset));
+      return resume(k, *named);
+    }
+    if (named->offset == 0) return {}; // nothing of it was consumed
+    if (auto holder = holder_of(*named))
+      warn("'" + path + "' is a new file (the one the snapshot read there is now '" + files_[*holder] +
+           "'): reading it from its start");
+    else
+      warn("'" + path + "' is not the file the snapshot read (" +
+           inode_text(named->identity->device, named->identity->inode) + ", now " + inode_text(p.device, p.inode) +
+           "): it was replaced; reading it from its start");
+    return {};
+  }
+
+  // Recorded files that no matching file is or replaces: rotated out of `path`, or deleted.
+  void report_gone() const {
+    std::set<std::string> keys(keys_.begin(), keys_.end());
+    for (const auto& e : recorded_) {
+      if (keys.count(e.name) > 0 || holder_of(e)) continue;
+      warn("'" + e.name + "' of the snapshot no longer matches path (rotated away or deleted): lines added to it "
+           "after byte " + std::to_string(e.offset) + " are not read");
+    }
+  }
+
   std::vector<std::string> files_;
   std::vector<std::string> keys_;
   std::vector<FileProgress> progress_; // by file; only this subtask's files are used
   std::size_t next_ = 0;               // next file to open
   std::size_t current_ = kNone;        // file being read
+  int current_fd_ = -1;                // ... and its descriptor
+  // During restore_position only: what the snapshot recorded and what the glob matches now.
+  std::vector<FilePositionEntry> recorded_;
+  std::vector<Present> present_;
 };
 } // namespace
 

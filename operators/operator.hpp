@@ -52,6 +52,10 @@ struct OperatorContext {
   // Where a source that cannot seek (stdin) spools what it reads so that a restore can replay
   // it; its positions name files in it. Empty when the job takes no checkpoints.
   std::filesystem::path checkpoint_dir;
+  // Logs a warning a person should see (a source that resumes otherwise than its position
+  // said: an input file rotated since the snapshot). Called from the task thread; may be
+  // empty (unit tests), and then nothing is logged.
+  std::function<void(const std::string&)> warn;
 };
 
 class Operator {
@@ -151,8 +155,13 @@ public:
   virtual void write(const state::Batch& in) = 0;
   // All input has ended: flush and make the output visible (rename part files).
   virtual void finish() = 0;
-  // The job failed or was cancelled: discard what is not committed.
+  // The job failed or this task is halted: discard the output in progress. Output prepared
+  // for a checkpoint stays, since that checkpoint may have completed (a restore publishes it).
   virtual void abort() {}
+  // The job was cancelled: the coordinator sends the COMMIT of every checkpoint that completed
+  // before CANCEL, on the same ordered channel, and none completes after it, so everything not
+  // committed by now will never be: discard it all, prepared or in progress.
+  virtual void cancel() { abort(); }
 
   // --- Exactly-once output by two-phase commit (SPEC §6, §7). Called between writes. ---
   //

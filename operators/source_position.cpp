@@ -36,16 +36,25 @@ Result<void> PositionReader::need(std::size_t n) const {
 }
 
 Result<void> PositionReader::header(std::uint8_t version, char kind) {
+  auto v = header(version, version, kind);
+  if (!v) return Failure{v.error()};
+  return {};
+}
+
+Result<std::uint8_t> PositionReader::header(std::uint8_t oldest, std::uint8_t newest, char kind) {
   auto v = u8();
   if (!v) return failure("empty");
-  if (*v != version)
-    return failure("unknown version " + std::to_string(*v) + " (this build reads " + std::to_string(version) + ")");
+  if (*v < oldest || *v > newest)
+    return failure("unknown version " + std::to_string(*v) + " (this build reads " +
+                   (oldest == newest ? std::to_string(newest)
+                                     : std::to_string(oldest) + " to " + std::to_string(newest)) +
+                   ")");
   auto k = u8();
   if (!k) return Failure{k.error()};
   if (*k != static_cast<std::uint8_t>(kind))
     return failure(std::string("written by another kind of node ('") + static_cast<char>(*k) + "', expected '" +
                    kind + "')");
-  return {};
+  return *v;
 }
 
 Result<std::uint8_t> PositionReader::u8() {

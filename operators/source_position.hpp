@@ -35,6 +35,9 @@ public:
   PositionReader(std::string_view data, std::string what);
   // Checks the version (must be `version`) and the kind byte.
   Result<void> header(std::uint8_t version, char kind);
+  // The same for a blob with several versions, old readers kept beside new ones: the version
+  // must be one of `oldest`..`newest`; returns it.
+  Result<std::uint8_t> header(std::uint8_t oldest, std::uint8_t newest, char kind);
   Result<std::uint8_t> u8();
   Result<std::uint32_t> u32();
   Result<std::uint64_t> u64();

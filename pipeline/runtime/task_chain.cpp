@@ -27,6 +27,7 @@ TaskChain::TaskChain(const pipeline::PipelineSpec& spec, const pipeline::Physica
     ctx.names = &names;
     ctx.errors = errors_.back().get();
     ctx.checkpoint_dir = spool_dir;
+    ctx.warn = warn;
     // The planner ends a chain at a node whose late output is read, so only the tail has one.
     for (const auto& e : plan.edges)
       if (e.from_node == index && e.from_port == pipeline::kLateOutput) ctx.late_output = &late_;
@@ -141,6 +142,10 @@ void TaskChain::finish_operators(const Emit& emit) {
 
 void TaskChain::abort() {
   if (sink_) sink_->abort();
+}
+
+void TaskChain::cancel() {
+  if (sink_) sink_->cancel();
 }
 
 std::vector<std::string> TaskChain::node_names() const {

@@ -74,6 +74,8 @@ public:
   // what they hold, in chain order; then the sink commits.
   void finish(const Emit& emit);
   void abort();
+  // The job was cancelled: discard every output not committed (Sink::cancel).
+  void cancel();
 
   // --- Checkpoints (SPEC §7) ---
   // The key groups this subtask owns.

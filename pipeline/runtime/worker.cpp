@@ -78,7 +78,7 @@ public:
       log_.debug("task {} halted after a savepoint", options_.task);
       return 0;
     } catch (const Cancelled&) {
-      if (chain_) chain_->abort();
+      if (chain_) chain_->cancel();
       log_.debug("task {} cancelled", options_.task);
       return 2;
     } catch (const Error& e) {

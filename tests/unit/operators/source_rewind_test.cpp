@@ -211,7 +211,58 @@ TEST_CASE("a finished file is skipped at restore unless it has grown", "[rewind]
   SourceRun grown(h, "in", 0, 1, &positions);
   grown.drain();
   CHECK(grown.records == std::vector<std::string>{R"({"i":3})", R"({"i":4})"});
-  // A file shorter than its offset was replaced: refused, not silently re-read.
+  // Truncated in place (copytruncate: the same inode, shorter than its offset) and written
+  // again: another file, read from its start with a warning (issue 7, finding 3).
+  write_file(dir.path / "a.jsonl", "{}\n");
+  std::vector<std::string> warnings;
+  auto source = h.registry().make_source(h.job().spec, h.node("in"), h.names());
+  auto ctx = h.context("in", 0, 1);
+  ctx.warn = [&](const std::string& message) { warnings.push_back(message); };
+  source->open(ctx);
+  std::vector<std::string_view> views{positions[0]};
+  auto restored = source->restore_position(views);
+  INFO(restored.error());
+  REQUIRE(restored.ok());
+  std::vector<std::string> records;
+  for (int k = 0; k < 100; ++k) {
+    streamctl::state::Batch out;
+    auto status = source->poll(out, 10);
+    h.append(out, records);
+    if (status == SourceStatus::End) break;
+  }
+  std::sort(records.begin(), records.end());
+  CHECK(records == std::vector<std::string>{R"({"i":4})", "{}"});
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Catch::Contains("truncated or rewritten in place"));
+}
+
+TEST_CASE("a version 1 file position is trusted when the file is not shorter", "[rewind]") {
+  // Positions written before identities were recorded: the file at the name is taken for the
+  // one read (with a warning), as before, and one shorter than the offset is refused.
+  TempDir dir;
+  write_file(dir.path / "a.jsonl", "{\"i\":1}\n{\"i\":2}\n");
+  Harness h(file_pipeline("path = \"" + (dir.path / "a.jsonl").string() + "\""));
+  std::string v1;
+  v1 += '\x01';
+  v1 += 'F';
+  auto u32 = [&](std::uint32_t v) { for (int k = 0; k < 4; ++k) v1 += static_cast<char>((v >> (8 * k)) & 0xff); };
+  auto u64 = [&](std::uint64_t v) { for (int k = 0; k < 8; ++k) v1 += static_cast<char>((v >> (8 * k)) & 0xff); };
+  std::string name = (dir.path / "a.jsonl").string();
+  u32(1);
+  u32(static_cast<std::uint32_t>(name.size()));
+  v1 += name;
+  u64(8); // after {"i":1}
+  u64(1);
+  v1 += '\0';
+  u32(0);
+  std::vector<std::string> positions{v1};
+  {
+    SourceRun resumed(h, "in", 0, 1, &positions);
+    resumed.drain();
+    CHECK(resumed.records == std::vector<std::string>{R"({"i":2})"});
+    // What it writes now is version 2, with the file's identity.
+    CHECK(resumed.position()[0] == 2);
+  }
   write_file(dir.path / "a.jsonl", "{}\n");
   auto source = h.registry().make_source(h.job().spec, h.node("in"), h.names());
   auto ctx = h.context("in", 0, 1);
