@@ -289,19 +289,26 @@ std::uint64_t next_checkpoint_id(const fs::path& root) {
   return next;
 }
 
-std::vector<std::string> prune_checkpoints(const fs::path& root, int retain) {
+std::vector<std::string> prune_checkpoints(const fs::path& root, int retain, std::optional<std::uint64_t> in_flight) {
   std::vector<std::string> problems;
-  auto completed = completed_under(root, false);
-  if (completed.empty()) return problems;
-  std::uint64_t newest = completed.back().id;
+  Listing listing = list_under(root, false);
+  const auto& completed = listing.completed;
   std::vector<fs::path> doomed;
-  if (completed.size() > static_cast<std::size_t>(std::max(retain, 1)))
-    for (std::size_t k = 0; k + static_cast<std::size_t>(std::max(retain, 1)) < completed.size(); ++k)
-      doomed.push_back(completed[k].dir);
+  auto keep = static_cast<std::size_t>(std::max(retain, 1));
+  for (std::size_t k = 0; k + keep < completed.size(); ++k) doomed.push_back(completed[k].dir);
+  // A damaged checkpoint that a newer one supersedes is no use to anyone; a newer damaged one
+  // stays for a person to look at (latest_restorable refuses to skip it).
+  if (!completed.empty())
+    for (const auto& d : listing.damaged)
+      if (d.id && *d.id < completed.back().id) doomed.push_back(d.dir);
+  // A chk-N without _metadata is a checkpoint that failed or was interrupted (a full disk, a
+  // timeout, a crash): never restored, so nothing but the one being written is kept.
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(root, ec)) {
     auto n = checkpoint_number(entry.path().filename().string());
-    if (n && *n < newest && !fs::exists(entry.path() / kMetadataFile)) doomed.push_back(entry.path());
+    std::error_code exists;
+    if (n && n != in_flight && !fs::exists(entry.path() / kMetadataFile, exists) && !exists)
+      doomed.push_back(entry.path());
   }
   for (const auto& dir : doomed) {
     std::error_code rm;

@@ -115,9 +115,12 @@ Result<void> mark_drained(const std::filesystem::path& root);
 // One more than the largest checkpoint id used under `root` (by chk-N names and savepoint
 // metadata), so ids never repeat across runs of the job.
 std::uint64_t next_checkpoint_id(const std::filesystem::path& root);
-// Deletes all but the newest `retain` completed checkpoints, and incomplete chk-N
-// directories older than the newest completed one. Savepoints are never deleted. Returns
-// what it could not delete, as messages.
-std::vector<std::string> prune_checkpoints(const std::filesystem::path& root, int retain);
+// Deletes all but the newest `retain` completed checkpoints, every chk-N directory without
+// _metadata but the one `in_flight` (the checkpoint being written now, if any: a failed one
+// leaves nothing behind), and chk-N directories older than the newest completed one whose
+// _metadata cannot be read. Savepoints are never deleted. Returns what it could not delete,
+// as messages. Only the coordinator holding the job's lock may call it.
+std::vector<std::string> prune_checkpoints(const std::filesystem::path& root, int retain,
+                                           std::optional<std::uint64_t> in_flight);
 
 } // namespace streamctl::runtime

@@ -259,7 +259,7 @@ TEST_CASE("no completed checkpoints under a missing root", "[checkpoint_metadata
   CHECK(completed_checkpoints(tmp.path / "missing").empty());
   CHECK_FALSE(latest(tmp.path / "missing").has_value());
   CHECK(next_checkpoint_id(tmp.path / "missing") == 1);
-  CHECK(prune_checkpoints(tmp.path / "missing", 1).empty());
+  CHECK(prune_checkpoints(tmp.path / "missing", 1, std::nullopt).empty());
 }
 
 TEST_CASE("latest restorable is the newest by created_at and a newer savepoint wins", "[checkpoint_metadata]") {
@@ -322,12 +322,12 @@ TEST_CASE("prune keeps the newest retained checkpoints and deletes older incompl
   make_incomplete(tmp.path, "chk-3"); // older than the newest completed: deleted
   make_completed(tmp.path, "chk-4", 4, 4000);
   make_completed(tmp.path, "chk-5", 5, 5000);
-  make_incomplete(tmp.path, "chk-6"); // may be in progress: kept
+  make_incomplete(tmp.path, "chk-6"); // in progress: kept
   make_completed(tmp.path, "savepoint-old", 1, 500, "savepoint");
   make_incomplete(tmp.path, "savepoint-half");
   fs::create_directories(tmp.path / "spool");
 
-  auto problems = prune_checkpoints(tmp.path, 2);
+  auto problems = prune_checkpoints(tmp.path, 2, 6);
   CHECK(problems.empty());
   CHECK_FALSE(fs::exists(tmp.path / "chk-1"));
   CHECK_FALSE(fs::exists(tmp.path / "chk-2"));
@@ -345,7 +345,7 @@ TEST_CASE("prune with fewer completed checkpoints than retained deletes none of 
   TempDir tmp;
   make_completed(tmp.path, "chk-1", 1, 1000);
   make_completed(tmp.path, "chk-2", 2, 2000);
-  CHECK(prune_checkpoints(tmp.path, 5).empty());
+  CHECK(prune_checkpoints(tmp.path, 5, std::nullopt).empty());
   CHECK(names(completed_checkpoints(tmp.path)) == Strings{"chk-1", "chk-2"});
 }
 
@@ -354,15 +354,45 @@ TEST_CASE("prune never deletes the newest completed checkpoint even when retain 
   TempDir tmp;
   make_completed(tmp.path, "chk-1", 1, 1000);
   make_completed(tmp.path, "chk-2", 2, 2000);
-  CHECK(prune_checkpoints(tmp.path, 0).empty());
+  CHECK(prune_checkpoints(tmp.path, 0, std::nullopt).empty());
   CHECK(names(completed_checkpoints(tmp.path)) == Strings{"chk-2"});
 }
 
-TEST_CASE("prune without any completed checkpoint leaves incomplete ones alone", "[checkpoint_metadata]") {
+// Issue 7, finding 10: checkpoints that failed (a full disk) before any completed left their
+// chk-N directories for ever; prune only deleted incomplete ones older than a completed one.
+TEST_CASE("prune deletes every incomplete checkpoint but the one in flight, even with none completed",
+          "[checkpoint_metadata]") {
   TempDir tmp;
-  make_incomplete(tmp.path, "chk-1");
+  fs::create_directories(tmp.path / "chk-1"); // empty: a failed checkpoint
   make_incomplete(tmp.path, "chk-2");
-  CHECK(prune_checkpoints(tmp.path, 1).empty());
-  CHECK(fs::exists(tmp.path / "chk-1"));
-  CHECK(fs::exists(tmp.path / "chk-2"));
+  make_incomplete(tmp.path, "chk-3"); // being written
+  CHECK(prune_checkpoints(tmp.path, 1, 3).empty());
+  CHECK_FALSE(fs::exists(tmp.path / "chk-1"));
+  CHECK_FALSE(fs::exists(tmp.path / "chk-2"));
+  CHECK(fs::exists(tmp.path / "chk-3"));
+
+  // Newer than the newest completed and not in flight: a failed one too.
+  make_completed(tmp.path, "chk-4", 4, 4000);
+  fs::create_directories(tmp.path / "chk-5");
+  CHECK(prune_checkpoints(tmp.path, 1, std::nullopt).empty());
+  CHECK_FALSE(fs::exists(tmp.path / "chk-3"));
+  CHECK_FALSE(fs::exists(tmp.path / "chk-5"));
+  CHECK(fs::exists(tmp.path / "chk-4" / kMetadataFile));
+}
+
+TEST_CASE("prune deletes a damaged checkpoint older than the newest completed, not a newer one",
+          "[checkpoint_metadata]") {
+  TempDir tmp;
+  fs::path old_one = make_completed(tmp.path, "chk-1", 1, 1000);
+  make_completed(tmp.path, "chk-2", 2, 2000);
+  fs::path new_one = make_completed(tmp.path, "chk-3", 3, 3000);
+  make_completed(tmp.path, "chk-4", 4, 4000);
+  write_text(old_one / kMetadataFile, "damaged");
+  write_text(new_one / kMetadataFile, "damaged");
+  fs::remove_all(tmp.path / "chk-4");
+  // chk-3 is damaged and newest: kept for a person to look at.
+  CHECK(prune_checkpoints(tmp.path, 5, std::nullopt).empty());
+  CHECK_FALSE(fs::exists(old_one));
+  CHECK(fs::exists(new_one / kMetadataFile));
+  CHECK(fs::exists(tmp.path / "chk-2" / kMetadataFile));
 }
