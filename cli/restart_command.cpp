@@ -59,8 +59,17 @@ void add_restart_command(CLI::App& app, Context& ctx) {
       if (name == "allow_non_restored_state") options.allow_non_restored_state = value == "1";
     }
     std::optional<std::filesystem::path> from;
-    if (!entry.last_checkpoint.empty() && runtime::read_metadata(entry.last_checkpoint)) from = entry.last_checkpoint;
-    if (!from) from = runtime::latest_restorable(runtime::checkpoint_root(loaded.spec, options.state_dir));
+    // The last checkpoint while it exists, even damaged: the restore then refuses it (exit 3)
+    // rather than going back to an older one, which could publish output twice.
+    std::error_code ec;
+    if (!entry.last_checkpoint.empty() &&
+        std::filesystem::exists(std::filesystem::path(entry.last_checkpoint) / runtime::kMetadataFile, ec))
+      from = entry.last_checkpoint;
+    if (!from) {
+      auto latest = runtime::latest_restorable(runtime::checkpoint_root(loaded.spec, options.state_dir));
+      if (!latest) throw Error(ErrorKind::Snapshot, latest.error());
+      from = *latest;
+    }
     if (from) {
       options.restore = *from;
       ctx.log->info("restarting job {} from {}", entry.id, from->string());

@@ -63,9 +63,11 @@ void add_run_command(CLI::App& app, Context& ctx) {
     if (!o->from_savepoint.empty()) options.restore = std::filesystem::absolute(o->from_savepoint);
     if (o->resume) {
       auto root = runtime::checkpoint_root(job.spec, options.state_dir);
-      if (auto latest = runtime::latest_restorable(root)) {
-        options.restore = *latest;
-        ctx.log->info("resuming from {}", latest->string());
+      auto latest = runtime::latest_restorable(root);
+      if (!latest) throw Error(ErrorKind::Snapshot, latest.error());
+      if (*latest) {
+        options.restore = **latest;
+        ctx.log->info("resuming from {}", (*latest)->string());
       } else {
         ctx.log->info("nothing to resume in {}: starting fresh", root.string());
       }

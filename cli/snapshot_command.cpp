@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ctime>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "cli/context.hpp"
@@ -198,9 +199,10 @@ void print_metadata(const runtime::CheckpointMetadata& m, const fs::path& dir, b
 }
 
 // The files `verify` checks for one argument: the file itself, or the files a checkpoint or
-// savepoint directory's _metadata lists (after checking that each file is the one it names).
-// A directory without _metadata is incomplete, which is reported; its *.snap files are still
-// checked, each.
+// savepoint directory's _metadata lists, after checking that the metadata is whole (its
+// checksum) and complete (every subtask of every chain, once) and that each file is the one it
+// names (CheckpointRestore::open). A directory without _metadata is incomplete, which is
+// reported; its *.snap files are still checked, each.
 std::vector<fs::path> files_of(Context& ctx, const std::string& arg) {
   std::error_code ec;
   if (!fs::is_directory(arg, ec)) return {fs::path(arg)};
@@ -211,7 +213,16 @@ std::vector<fs::path> files_of(Context& ctx, const std::string& arg) {
       return {};
     }
     std::vector<fs::path> listed;
-    for (const auto& t : restore->metadata().tasks) listed.push_back(fs::path(arg) / t.file);
+    std::set<std::vector<std::string>> chains;
+    for (const auto& t : restore->metadata().tasks) {
+      listed.push_back(fs::path(arg) / t.file);
+      chains.insert(t.nodes);
+    }
+    if (!ctx.global.quiet)
+      std::cout << (fs::path(arg) / runtime::kMetadataFile).string() << ": ok (version "
+                << restore->metadata().version << ", " << chains.size()
+                << (chains.size() == 1 ? " chain, " : " chains, ") << listed.size()
+                << (listed.size() == 1 ? " task" : " tasks") << ", every subtask once)" << std::endl;
     return listed;
   }
   report(ctx, (fs::path(arg) / runtime::kMetadataFile).string() +
@@ -266,7 +277,8 @@ void add_snapshot_command(CLI::App& app, Context& ctx) {
 
   auto* verify = snapshot->add_subcommand(
       "verify",
-      "Read every segment of snapshot files and check every checksum; exit 3 if any is bad");
+      "Check that checkpoint directories are complete and read every segment of snapshot files, checking "
+      "every checksum; exit 3 if anything is missing or bad");
   auto files = std::make_shared<std::vector<std::string>>();
   verify
       ->add_option("PATH", *files,

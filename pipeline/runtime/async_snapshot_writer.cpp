@@ -53,8 +53,8 @@ SnapshotWritten AsyncSnapshotWriter::write(SnapshotJob& job) {
   SnapshotWritten out;
   out.checkpoint_id = job.checkpoint_id;
   out.file_name = job.path.filename().string();
-  std::error_code ec;
-  std::filesystem::create_directories(job.path.parent_path(), ec);
+  // The coordinator creates the checkpoint's directory; one that is gone was given up (and
+  // removed): writing into it again would leave an empty chk-N behind.
   auto writer = state::SnapshotWriter::create(job.path, std::move(job.header));
   if (!writer) {
     out.error = writer.error();

@@ -3,10 +3,14 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <limits>
+#include <set>
 #include <sstream>
 
 #include <toml++/toml.h>
 
+#include "pipeline/runtime/checkpoint_completeness.hpp"
+#include "pipeline/runtime/metadata_checksum.hpp"
 #include "state/durable_file.hpp"
 
 namespace streamctl::runtime {
@@ -15,7 +19,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::int64_t kMetadataVersion = 1;
+// Version 2 added `chains` and the checksum line; version 1 is still read.
+constexpr std::int64_t kMetadataVersion = 2;
+constexpr std::int64_t kMaxParallelismLimit = 32768;
+// More chains than this in one _metadata is not a plan streamctl made.
+constexpr std::int64_t kMaxChains = 1 << 20;
 
 // The N of "chk-N", if the name is one.
 std::optional<std::uint64_t> checkpoint_number(const std::string& name) {
@@ -28,28 +36,66 @@ std::optional<std::uint64_t> checkpoint_number(const std::string& name) {
   return n;
 }
 
+// The N of "savepoint-...-N" (the id the coordinator puts in the names it chooses), if any.
+std::optional<std::uint64_t> savepoint_number(const std::string& name) {
+  if (name.rfind("savepoint-", 0) != 0) return std::nullopt;
+  auto dash = name.rfind('-');
+  return checkpoint_number("chk-" + name.substr(dash + 1));
+}
+
 struct Completed {
   fs::path dir;
   std::int64_t created_at = 0;
   std::uint64_t id = 0;
 };
 
-std::vector<Completed> completed_under(const fs::path& root, bool with_savepoints) {
-  std::vector<Completed> out;
+// A chk-N or savepoint-... directory whose _metadata exists but cannot be read.
+struct Damaged {
+  fs::path dir;
+  std::optional<std::uint64_t> id; // from its name
+  std::int64_t written_ms = 0;      // when its _metadata was last written (mtime)
+  std::string error;
+};
+
+std::int64_t mtime_ms(const fs::path& file) {
+  std::error_code ec;
+  auto t = fs::last_write_time(file, ec);
+  if (ec) return std::numeric_limits<std::int64_t>::max();
+  auto system = std::chrono::file_clock::to_sys(t);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(system.time_since_epoch()).count();
+}
+
+struct Listing {
+  std::vector<Completed> completed; // oldest first
+  std::vector<Damaged> damaged;
+};
+
+Listing list_under(const fs::path& root, bool with_savepoints) {
+  Listing out;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(root, ec)) {
     std::string name = entry.path().filename().string();
-    bool checkpoint = checkpoint_number(name).has_value();
+    auto number = checkpoint_number(name);
     bool savepoint = name.rfind("savepoint-", 0) == 0;
-    if (!(checkpoint || (with_savepoints && savepoint))) continue;
+    if (!(number || (with_savepoints && savepoint))) continue;
     auto metadata = read_metadata(entry.path());
-    if (!metadata) continue;
-    out.push_back(Completed{entry.path(), metadata->created_at_ms, metadata->checkpoint_id});
+    if (metadata) {
+      out.completed.push_back(Completed{entry.path(), metadata->created_at_ms, metadata->checkpoint_id});
+    } else {
+      std::error_code exists;
+      if (fs::exists(entry.path() / kMetadataFile, exists))
+        out.damaged.push_back(Damaged{entry.path(), number ? number : savepoint_number(name),
+                                      mtime_ms(entry.path() / kMetadataFile), metadata.error()});
+    }
   }
-  std::sort(out.begin(), out.end(), [](const Completed& a, const Completed& b) {
+  std::sort(out.completed.begin(), out.completed.end(), [](const Completed& a, const Completed& b) {
     return std::tie(a.created_at, a.id) < std::tie(b.created_at, b.id);
   });
   return out;
+}
+
+std::vector<Completed> completed_under(const fs::path& root, bool with_savepoints) {
+  return list_under(root, with_savepoints).completed;
 }
 
 } // namespace
@@ -77,6 +123,9 @@ Result<void> write_metadata(const fs::path& dir, const CheckpointMetadata& m) {
   root.insert("checkpoint_id", static_cast<std::int64_t>(m.checkpoint_id));
   root.insert("created_at", m.created_at_ms);
   root.insert("max_parallelism", static_cast<std::int64_t>(m.max_parallelism));
+  std::set<std::vector<std::string>> chains;
+  for (const auto& t : m.tasks) chains.insert(t.nodes);
+  root.insert("chains", static_cast<std::int64_t>(chains.size()));
   toml::array tasks;
   for (const auto& t : m.tasks) {
     toml::array nodes;
@@ -93,7 +142,7 @@ Result<void> write_metadata(const fs::path& dir, const CheckpointMetadata& m) {
   std::ostringstream text;
   text << "# streamctl checkpoint metadata: written last; its presence completes the checkpoint.\n"
        << root << "\n";
-  return state::write_file_durably(dir / kMetadataFile, text.str());
+  return state::write_file_durably(dir / kMetadataFile, append_checksum_line(text.str()));
 }
 
 fs::path checkpoint_dir_of(const fs::path& path) {
@@ -111,50 +160,87 @@ Result<CheckpointMetadata> read_metadata(const fs::path& path) {
   }
   std::stringstream text;
   text << in.rdbuf();
+  std::string bytes = text.str();
+  auto checked = split_checksum_line(bytes, file.string());
+  if (!checked) return Failure{checked.error()};
   toml::table root;
   try {
-    root = toml::parse(text.str(), file.string());
+    root = toml::parse(checked->body, file.string());
   } catch (const toml::parse_error& e) {
     return fail(file.string() + ": not valid metadata: " + std::string(e.description()));
   }
   auto bad = [&](const std::string& what) { return fail(file.string() + ": " + what); };
   if (root["format"].value_or(std::string()) != "streamctl-checkpoint")
     return bad("not a streamctl checkpoint metadata file");
-  auto version = root["version"].value_or(std::int64_t{0});
-  if (version != kMetadataVersion)
-    return bad("metadata version " + std::to_string(version) + " is not one this streamctl reads (1)");
+  auto version = root["version"].value_exact<std::int64_t>();
+  if (!version || *version < 1 || *version > kMetadataVersion)
+    return bad("metadata version " + (version ? std::to_string(*version) : std::string("(missing)")) +
+               " is not one this streamctl reads (1 or 2)");
+  if (*version >= 2 && !checked->has_checksum)
+    return bad("no checksum line at its end (metadata version 2 always has one): it is damaged or was edited");
   CheckpointMetadata m;
-  m.kind = root["kind"].value_or(std::string("checkpoint"));
-  m.job_name = root["job_name"].value_or(std::string());
-  m.job_id = root["job_id"].value_or(std::string());
-  auto id = root["checkpoint_id"].value<std::int64_t>();
-  auto max_p = root["max_parallelism"].value<std::int64_t>();
+  m.version = *version;
+  auto kind = root["kind"].value_exact<std::string>();
+  if (!kind || (*kind != "checkpoint" && *kind != "savepoint"))
+    return bad("kind is " + (kind ? "'" + *kind + "'" : std::string("missing or not a string")) +
+               ", not 'checkpoint' or 'savepoint'");
+  m.kind = *kind;
+  auto job_name = root["job_name"].value_exact<std::string>();
+  auto job_id = root["job_id"].value_exact<std::string>();
+  if (!job_name || !job_id) return bad("job_name or job_id missing or not a string");
+  m.job_name = *job_name;
+  m.job_id = *job_id;
+  auto id = root["checkpoint_id"].value_exact<std::int64_t>();
+  auto max_p = root["max_parallelism"].value_exact<std::int64_t>();
+  auto created_at = root["created_at"].value_exact<std::int64_t>();
   if (!id || *id < 0) return bad("missing or bad checkpoint_id");
-  if (!max_p || *max_p < 1 || *max_p > 32768) return bad("missing or bad max_parallelism");
+  if (!max_p || *max_p < 1 || *max_p > kMaxParallelismLimit) return bad("missing or bad max_parallelism");
+  if (!created_at) return bad("missing or bad created_at");
   m.checkpoint_id = static_cast<std::uint64_t>(*id);
   m.max_parallelism = static_cast<int>(*max_p);
-  m.created_at_ms = root["created_at"].value_or(std::int64_t{0});
+  m.created_at_ms = *created_at;
+  if (*version >= 2) {
+    auto chains = root["chains"].value_exact<std::int64_t>();
+    if (!chains || *chains < 1 || *chains > kMaxChains) return bad("missing or bad chains");
+    m.chains = static_cast<int>(*chains);
+  }
   const toml::array* tasks = root["tasks"].as_array();
-  if (!tasks) return bad("no tasks");
+  if (!tasks || tasks->empty()) return bad("no tasks");
   for (const auto& item : *tasks) {
     const toml::table* t = item.as_table();
     if (!t) return bad("a task entry is not a table");
     CheckpointTaskFile f;
-    f.file = (*t)["file"].value_or(std::string());
+    f.file = (*t)["file"].value_exact<std::string>().value_or(std::string());
     // Names only: a savepoint is a self-contained directory, and a path elsewhere is not read.
-    if (f.file.empty() || f.file.find('/') != std::string::npos || f.file[0] == '.')
+    if (f.file.empty() || f.file.find('/') != std::string::npos || f.file.find('\0') != std::string::npos ||
+        f.file[0] == '.')
       return bad("bad task file name '" + f.file + "'");
-    f.subtask = static_cast<int>((*t)["subtask"].value_or(std::int64_t{-1}));
-    f.parallelism = static_cast<int>((*t)["parallelism"].value_or(std::int64_t{0}));
-    f.bytes = static_cast<std::uint64_t>((*t)["bytes"].value_or(std::int64_t{0}));
-    if (f.parallelism < 1 || f.subtask < 0 || f.subtask >= f.parallelism)
-      return bad("task '" + f.file + "': bad subtask/parallelism");
-    if (const toml::array* nodes = (*t)["nodes"].as_array())
-      for (const auto& n : *nodes)
-        if (auto s = n.value<std::string>()) f.nodes.push_back(*s);
-    if (f.nodes.empty()) return bad("task '" + f.file + "': no nodes");
+    auto task_bad = [&](const std::string& what) { return bad("task '" + f.file + "': " + what); };
+    // 64-bit and range-checked before narrowing: subtask = 4294967296 is not subtask 0.
+    auto subtask = (*t)["subtask"].value_exact<std::int64_t>();
+    auto parallelism = (*t)["parallelism"].value_exact<std::int64_t>();
+    auto size = (*t)["bytes"].value_exact<std::int64_t>();
+    if (!parallelism || *parallelism < 1 || *parallelism > *max_p)
+      return task_bad("parallelism " + (parallelism ? std::to_string(*parallelism) : std::string("(missing or not an integer)")) +
+                      " is not within 1..max_parallelism (" + std::to_string(*max_p) + ")");
+    if (!subtask || *subtask < 0 || *subtask >= *parallelism)
+      return task_bad("subtask " + (subtask ? std::to_string(*subtask) : std::string("(missing or not an integer)")) +
+                      " is not within 0.." + std::to_string(*parallelism - 1) + " (bad subtask/parallelism)");
+    if (!size || *size < 0) return task_bad("missing or bad bytes");
+    f.subtask = static_cast<int>(*subtask);
+    f.parallelism = static_cast<int>(*parallelism);
+    f.bytes = static_cast<std::uint64_t>(*size);
+    const toml::array* nodes = (*t)["nodes"].as_array();
+    if (!nodes) return task_bad("no nodes");
+    for (const auto& n : *nodes) {
+      auto name = n.value_exact<std::string>();
+      if (!name || name->empty()) return task_bad("a node name that is not a non-empty string");
+      f.nodes.push_back(*name);
+    }
+    if (f.nodes.empty()) return task_bad("no nodes");
     m.tasks.push_back(std::move(f));
   }
+  if (auto complete = check_chains_complete(m, file.string()); !complete) return Failure{complete.error()};
   return m;
 }
 
@@ -164,13 +250,22 @@ std::vector<fs::path> completed_checkpoints(const fs::path& root) {
   return out;
 }
 
-std::optional<fs::path> latest_restorable(const fs::path& root) {
-  auto all = completed_under(root, true);
-  if (all.empty()) return std::nullopt;
+Result<std::optional<fs::path>> latest_restorable(const fs::path& root) {
+  Listing all = list_under(root, true);
+  std::optional<Completed> latest;
+  if (!all.completed.empty()) latest = all.completed.back();
   std::int64_t drained = 0;
   if (std::ifstream in(root / "drained"); in) in >> drained;
-  if (all.back().created_at <= drained) return std::nullopt;
-  return all.back().dir;
+  // A damaged snapshot written before a run drained would not be resumed from anyway.
+  for (const auto& d : all.damaged)
+    if ((!latest || !d.id || *d.id > latest->id) && d.written_ms > drained)
+      return fail(d.error + "\n" + d.dir.string() + " is newer than " +
+                  (latest ? latest->dir.string() : std::string("any readable checkpoint")) +
+                  ": resuming from an older one could publish output twice; delete it, or choose a snapshot with "
+                  "--from-savepoint");
+  if (!latest) return std::optional<fs::path>{};
+  if (latest->created_at <= drained) return std::optional<fs::path>{};
+  return std::optional<fs::path>{latest->dir};
 }
 
 Result<void> mark_drained(const fs::path& root) {
@@ -186,25 +281,34 @@ std::uint64_t next_checkpoint_id(const fs::path& root) {
   for (const auto& entry : fs::directory_iterator(root, ec)) {
     std::string name = entry.path().filename().string();
     if (auto n = checkpoint_number(name)) next = std::max(next, *n + 1);
-    else if (name.rfind("savepoint-", 0) == 0)
+    else if (name.rfind("savepoint-", 0) == 0) {
       if (auto m = read_metadata(entry.path())) next = std::max(next, m->checkpoint_id + 1);
+      else if (auto s = savepoint_number(name)) next = std::max(next, *s + 1);
+    }
   }
   return next;
 }
 
-std::vector<std::string> prune_checkpoints(const fs::path& root, int retain) {
+std::vector<std::string> prune_checkpoints(const fs::path& root, int retain, std::optional<std::uint64_t> in_flight) {
   std::vector<std::string> problems;
-  auto completed = completed_under(root, false);
-  if (completed.empty()) return problems;
-  std::uint64_t newest = completed.back().id;
+  Listing listing = list_under(root, false);
+  const auto& completed = listing.completed;
   std::vector<fs::path> doomed;
-  if (completed.size() > static_cast<std::size_t>(std::max(retain, 1)))
-    for (std::size_t k = 0; k + static_cast<std::size_t>(std::max(retain, 1)) < completed.size(); ++k)
-      doomed.push_back(completed[k].dir);
+  auto keep = static_cast<std::size_t>(std::max(retain, 1));
+  for (std::size_t k = 0; k + keep < completed.size(); ++k) doomed.push_back(completed[k].dir);
+  // A damaged checkpoint that a newer one supersedes is no use to anyone; a newer damaged one
+  // stays for a person to look at (latest_restorable refuses to skip it).
+  if (!completed.empty())
+    for (const auto& d : listing.damaged)
+      if (d.id && *d.id < completed.back().id) doomed.push_back(d.dir);
+  // A chk-N without _metadata is a checkpoint that failed or was interrupted (a full disk, a
+  // timeout, a crash): never restored, so nothing but the one being written is kept.
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(root, ec)) {
     auto n = checkpoint_number(entry.path().filename().string());
-    if (n && *n < newest && !fs::exists(entry.path() / kMetadataFile)) doomed.push_back(entry.path());
+    std::error_code exists;
+    if (n && n != in_flight && !fs::exists(entry.path() / kMetadataFile, exists) && !exists)
+      doomed.push_back(entry.path());
   }
   for (const auto& dir : doomed) {
     std::error_code rm;

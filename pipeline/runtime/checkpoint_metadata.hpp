@@ -10,22 +10,42 @@
 //
 // _metadata is TOML, so that a person can read it (`cat`), written last and atomically
 // (state/durable_file.hpp): a directory without it is an incomplete checkpoint and is never
-// restored. Version 1:
+// restored. Version 2 (what this streamctl writes):
 //
-//   format = "streamctl-checkpoint"
-//   version = 1
-//   kind = "checkpoint" | "savepoint"
-//   job_name = "page-views"
-//   job_id = "page-views-20261129-101500-1a2b"
+//   # streamctl checkpoint metadata: written last; its presence completes the checkpoint.
+//   chains = 2                          # number of chains in the plan that wrote it
 //   checkpoint_id = 7
 //   created_at = 1796000000000          # epoch ms
+//   format = "streamctl-checkpoint"
+//   job_id = "page-views-20261129-101500-1a2b"
+//   job_name = "page-views"
+//   kind = "checkpoint"                 # or "savepoint"
 //   max_parallelism = 128
+//   version = 2
 //   [[tasks]]                           # one per task (subtask of a fused chain)
+//   bytes = 1234                        # the size of the file
 //   file = "chain-0-subtask-1.snap"     # relative: a savepoint can be moved as a directory
 //   nodes = ["clicks", "ok"]            # the chain, head first
-//   subtask = 1
 //   parallelism = 2
-//   bytes = 1234
+//   subtask = 1
+//   ...
+//   checksum = "0123456789abcdef"       # last line: XXH64 (seed 0, 16 lowercase hex digits)
+//                                       # of every byte of the file before this line
+//
+// The checksum line is not part of the TOML document (the bytes before it are): a byte
+// flipped where TOML still parses (a digit of `bytes`, a letter of a name) is found by it.
+// Version 1 (tests/data/savepoints/golden-v1) has no `chains` and no checksum line; it is
+// still read, with every check below but those two. A checksum line is verified whenever it
+// is present; a version-2 file without one is refused.
+//
+// What a reader accepts (read_metadata; checkpoint_completeness.hpp): the fields above with
+// their types; kind checkpoint|savepoint; 1 <= parallelism <= max_parallelism; 0 <= subtask <
+// parallelism (64-bit, never wrapped); a file name with no '/' not starting with '.'; no file
+// named twice. Tasks with the same `nodes` are one chain: the same parallelism in each entry,
+// every subtask 0..parallelism-1 exactly once; no node in two chains; `chains` chains.
+// CheckpointRestore::open then checks each file against its entry (its size is `bytes`, its
+// header says the same chain, subtask, parallelism, checkpoint) and that the chains' ids in the
+// headers are 0..chains-1, one per chain.
 //
 // Paths are relative to the directory, so a savepoint is relocatable.
 
@@ -51,12 +71,14 @@ struct CheckpointTaskFile {
 };
 
 struct CheckpointMetadata {
+  std::int64_t version = 2; // of the file read; write_metadata always writes the current one
   std::string kind = "checkpoint"; // or "savepoint"
   std::string job_name;
   std::string job_id;
   std::uint64_t checkpoint_id = 0;
   std::int64_t created_at_ms = 0;
   int max_parallelism = 128;
+  int chains = 0; // as read (version 2); write_metadata counts them from the tasks
   std::vector<CheckpointTaskFile> tasks;
 };
 
@@ -67,7 +89,9 @@ std::filesystem::path checkpoint_root(const pipeline::PipelineSpec& spec, const 
 // The file name of a task's snapshot in a checkpoint directory.
 std::string task_snapshot_file(int chain, int subtask);
 
-// Writes dir/_metadata durably. The directory's task files must already be durable.
+// Writes dir/_metadata durably, in the current version (2), with `chains` counted from the
+// tasks' distinct node lists and the checksum line. The directory's task files must already be
+// durable.
 Result<void> write_metadata(const std::filesystem::path& dir, const CheckpointMetadata& metadata);
 // Reads dir/_metadata (dir may also name the _metadata file itself). Fails naming the file
 // when it is missing (an incomplete checkpoint, or not one at all) or malformed.
@@ -79,8 +103,10 @@ std::filesystem::path checkpoint_dir_of(const std::filesystem::path& path);
 std::vector<std::filesystem::path> completed_checkpoints(const std::filesystem::path& root);
 // The checkpoint or savepoint under `root` that was completed last (by created_at, then id),
 // if any and if no run drained after it (mark_drained): what `run --resume` and `restart`
-// restore.
-std::optional<std::filesystem::path> latest_restorable(const std::filesystem::path& root);
+// restore. Fails, naming it, when a chk-N or savepoint-...-N directory with a newer id than
+// that one has a _metadata that cannot be read (damaged or edited): resuming from an older
+// snapshot instead would publish again what was published after it.
+Result<std::optional<std::filesystem::path>> latest_restorable(const std::filesystem::path& root);
 // Records in `root` (when it exists) that a run of the job drained: it published everything
 // it read, so no snapshot taken before now may be resumed from (latest_restorable skips
 // them): `run --resume` after a drained run starts fresh instead of publishing again.
@@ -89,9 +115,12 @@ Result<void> mark_drained(const std::filesystem::path& root);
 // One more than the largest checkpoint id used under `root` (by chk-N names and savepoint
 // metadata), so ids never repeat across runs of the job.
 std::uint64_t next_checkpoint_id(const std::filesystem::path& root);
-// Deletes all but the newest `retain` completed checkpoints, and incomplete chk-N
-// directories older than the newest completed one. Savepoints are never deleted. Returns
-// what it could not delete, as messages.
-std::vector<std::string> prune_checkpoints(const std::filesystem::path& root, int retain);
+// Deletes all but the newest `retain` completed checkpoints, every chk-N directory without
+// _metadata but the one `in_flight` (the checkpoint being written now, if any: a failed one
+// leaves nothing behind), and chk-N directories older than the newest completed one whose
+// _metadata cannot be read. Savepoints are never deleted. Returns what it could not delete,
+// as messages. Only the coordinator holding the job's lock may call it.
+std::vector<std::string> prune_checkpoints(const std::filesystem::path& root, int retain,
+                                           std::optional<std::uint64_t> in_flight);
 
 } // namespace streamctl::runtime

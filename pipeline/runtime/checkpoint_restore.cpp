@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "pipeline/runtime/checkpoint_completeness.hpp"
+
 namespace streamctl::runtime {
 
 namespace fs = std::filesystem;
@@ -12,6 +14,7 @@ Result<CheckpointRestore> CheckpointRestore::open(const fs::path& path) {
   auto metadata = read_metadata(r.dir_);
   if (!metadata) return Failure{metadata.error()};
   r.metadata_ = std::move(*metadata);
+  std::vector<std::uint32_t> chain_ids;
   for (const auto& task : r.metadata_.tasks) {
     auto reader = state::SnapshotReader::open(r.dir_ / task.file);
     if (!reader) return Failure{reader.error()};
@@ -21,9 +24,14 @@ Result<CheckpointRestore> CheckpointRestore::open(const fs::path& path) {
         h.parallelism != static_cast<std::uint32_t>(task.parallelism) || h.chain_nodes != task.nodes ||
         h.checkpoint_id != r.metadata_.checkpoint_id)
       return fail((r.dir_ / task.file).string() + ": does not match what _metadata says of it");
+    if (reader->file_size() != task.bytes)
+      return fail((r.dir_ / task.file).string() + ": " + std::to_string(reader->file_size()) +
+                  " bytes, but _metadata says " + std::to_string(task.bytes));
+    chain_ids.push_back(h.chain_id);
     for (const auto& segment : reader->segments()) r.nodes_with_state_.insert(segment.node);
     r.readers_.push_back(std::move(*reader));
   }
+  if (auto ok = check_chain_ids(r.metadata_, chain_ids, r.dir_.string()); !ok) return Failure{ok.error()};
   return r;
 }
 

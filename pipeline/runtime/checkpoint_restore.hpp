@@ -4,9 +4,10 @@
 // node name, keyed state by key group in whichever old file owned it (SPEC §7; Flink's
 // key-group reassignment on rescale).
 //
-// open() reads _metadata and every file's header and index (not the segments), so that a
-// missing, truncated or corrupt file is refused before anything starts; segments are read on
-// demand, each checked by its checksum.
+// open() reads _metadata (which must describe every task of the plan that wrote it, exactly
+// once: checkpoint_completeness.hpp) and every file's header and index (not the segments), so
+// that an incomplete list or a missing, truncated, resized or corrupt file is refused before
+// anything starts; segments are read on demand, each checked by its checksum.
 //
 // Not thread-safe: one per task thread.
 

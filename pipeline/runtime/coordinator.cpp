@@ -126,6 +126,9 @@ public:
       if (restart_pending_ && !ended_ && restart()) continue;
       break;
     }
+    // No worker is left to write into a checkpoint: one that failed leaves no chk-N behind.
+    if (lock_)
+      for (const auto& p : prune_checkpoints(checkpoints_.root, checkpoints_.retain, std::nullopt)) log_.warn("{}", p);
     finish_registration();
     return outcome_;
   }
@@ -471,7 +474,7 @@ private:
     commit.set("checkpoint", std::to_string(p.id));
     for (const auto& t : tasks_) send(t, commit);
     if (!p.savepoint)
-      for (const auto& problem : prune_checkpoints(checkpoints_.root, checkpoints_.retain)) log_.warn("{}", problem);
+      for (const auto& problem : prune_checkpoints(checkpoints_.root, checkpoints_.retain, std::nullopt)) log_.warn("{}", problem);
     if (p.rescaled) {
       halt_workers();
       rescale_halted_ = p.started; // the sources stopped emitting at the savepoint's barrier

@@ -82,7 +82,8 @@ void check_file(const fs::path& path, const SnapshotJob& expected) {
 
 TEST_CASE("submitted snapshot jobs complete in order into readable files", "[async_snapshot_writer]") {
   TempDir tmp;
-  fs::path dir = tmp.path / "job" / "chk-4"; // does not exist yet: the writer creates it
+  fs::path dir = tmp.path / "job" / "chk-4"; // the coordinator creates it when it triggers
+  fs::create_directories(dir);
   SnapshotJob first = make_job(dir / "chain-0-subtask-0.snap", 4, 0, 2);
   SnapshotJob second = make_job(dir / "chain-0-subtask-1.snap", 4, 1, 2);
   // Copies to check against: the writer frees segment bytes as it goes.
@@ -124,6 +125,7 @@ TEST_CASE("a job whose directory cannot be created completes with an error and t
     out << "a regular file, not a directory";
   }
   SnapshotJob bad = make_job(plain / "chk-1" / "chain-0-subtask-0.snap", 1, 0, 1);
+  fs::create_directories(tmp.path / "chk-1");
   SnapshotJob good = make_job(tmp.path / "chk-1" / "chain-0-subtask-0.snap", 1, 0, 1);
   const SnapshotJob good_expected = good;
 
@@ -143,9 +145,27 @@ TEST_CASE("a job whose directory cannot be created completes with an error and t
   check_file(good_expected.path, good_expected);
 }
 
+// Issue 7, finding 10: the coordinator gives up a checkpoint (a full disk, a timeout) and
+// removes its directory while another task's file is still queued here; the writer used to
+// create the directory again, and the failed checkpoint left an empty chk-N that nothing
+// deleted.
+TEST_CASE("a job whose checkpoint directory was removed fails without creating it again",
+          "[async_snapshot_writer]") {
+  TempDir tmp;
+  fs::path dir = tmp.path / "chk-3";
+  AsyncSnapshotWriter writer;
+  writer.submit(make_job(dir / "chain-0-subtask-1.snap", 3, 1, 2));
+  auto done = wait_for(writer, 1);
+  REQUIRE(done.size() == 1);
+  CHECK_FALSE(done[0].error.empty());
+  CHECK_THAT(done[0].error, Catch::Contains(dir.string()));
+  CHECK_FALSE(fs::exists(dir));
+}
+
 TEST_CASE("a job with an inconsistent header completes with an error and leaves no file",
           "[async_snapshot_writer]") {
   TempDir tmp;
+  fs::create_directories(tmp.path / "chk-2");
   SnapshotJob job = make_job(tmp.path / "chk-2" / "bad.snap", 2, 0, 2);
   job.header.subtask = 5; // not below parallelism 2
   AsyncSnapshotWriter writer;

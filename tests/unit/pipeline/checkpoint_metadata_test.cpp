@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "pipeline/runtime/checkpoint_metadata.hpp"
+#include "pipeline/runtime/metadata_checksum.hpp"
 #include "unit/temp_dir.hpp"
 
 using namespace streamctl::runtime;
@@ -81,6 +82,13 @@ std::vector<std::string> names(const std::vector<fs::path>& paths) {
 }
 
 using Strings = std::vector<std::string>;
+
+// latest_restorable, which must not fail here.
+std::optional<fs::path> latest(const fs::path& root) {
+  auto r = latest_restorable(root);
+  REQUIRE(r);
+  return *r;
+}
 
 } // namespace
 
@@ -183,11 +191,11 @@ TEST_CASE("metadata of another format is refused", "[checkpoint_metadata]") {
 
 TEST_CASE("metadata of an unknown version is refused naming the version", "[checkpoint_metadata]") {
   TempDir tmp;
-  write_text(tmp.path / kMetadataFile, metadata_text("streamctl-checkpoint", "2"));
+  write_text(tmp.path / kMetadataFile, append_checksum_line(metadata_text("streamctl-checkpoint", "3")));
   auto r = read_metadata(tmp.path);
   REQUIRE_FALSE(r);
   CHECK_THAT(r.error(), Catch::Contains((tmp.path / kMetadataFile).string()));
-  CHECK_THAT(r.error(), Catch::Contains("metadata version 2"));
+  CHECK_THAT(r.error(), Catch::Contains("metadata version 3"));
 }
 
 TEST_CASE("task file names that leave the checkpoint directory are refused", "[checkpoint_metadata]") {
@@ -223,7 +231,7 @@ TEST_CASE("a task with a subtask outside its parallelism or no nodes is refused"
     write_text(tmp.path / kMetadataFile, metadata_text("streamctl-checkpoint", "1", "f.snap", "0", "0"));
     auto r = read_metadata(tmp.path);
     REQUIRE_FALSE(r);
-    CHECK_THAT(r.error(), Catch::Contains("bad subtask/parallelism"));
+    CHECK_THAT(r.error(), Catch::Contains("parallelism 0 is not within 1..max_parallelism (128)"));
   }
   SECTION("no nodes") {
     write_text(tmp.path / kMetadataFile, metadata_text("streamctl-checkpoint", "1", "f.snap", "0", "1", "[]"));
@@ -249,9 +257,9 @@ TEST_CASE("completed checkpoints are listed oldest first without savepoints or i
 TEST_CASE("no completed checkpoints under a missing root", "[checkpoint_metadata]") {
   TempDir tmp;
   CHECK(completed_checkpoints(tmp.path / "missing").empty());
-  CHECK_FALSE(latest_restorable(tmp.path / "missing").has_value());
+  CHECK_FALSE(latest(tmp.path / "missing").has_value());
   CHECK(next_checkpoint_id(tmp.path / "missing") == 1);
-  CHECK(prune_checkpoints(tmp.path / "missing", 1).empty());
+  CHECK(prune_checkpoints(tmp.path / "missing", 1, std::nullopt).empty());
 }
 
 TEST_CASE("latest restorable is the newest by created_at and a newer savepoint wins", "[checkpoint_metadata]") {
@@ -259,19 +267,19 @@ TEST_CASE("latest restorable is the newest by created_at and a newer savepoint w
   make_completed(tmp.path, "chk-4", 4, 1000);
   make_completed(tmp.path, "chk-5", 5, 1500);
   make_incomplete(tmp.path, "chk-6"); // never restored
-  auto latest = latest_restorable(tmp.path);
+  auto latest = ::latest(tmp.path);
   REQUIRE(latest);
   CHECK(latest->filename() == "chk-5");
 
   // A savepoint taken after chk-5 (its id comes from the same counter) is newer.
   make_completed(tmp.path, "savepoint-a", 3, 2000, "savepoint");
-  latest = latest_restorable(tmp.path);
+  latest = ::latest(tmp.path);
   REQUIRE(latest);
   CHECK(latest->filename() == "savepoint-a");
 
   // ... until a checkpoint completes after it.
   make_completed(tmp.path, "chk-7", 7, 3000);
-  latest = latest_restorable(tmp.path);
+  latest = ::latest(tmp.path);
   REQUIRE(latest);
   CHECK(latest->filename() == "chk-7");
 }
@@ -280,7 +288,7 @@ TEST_CASE("latest restorable breaks a created_at tie by checkpoint id", "[checkp
   TempDir tmp;
   make_completed(tmp.path, "chk-9", 9, 1000);
   make_completed(tmp.path, "savepoint-b", 8, 1000, "savepoint");
-  auto latest = latest_restorable(tmp.path);
+  auto latest = ::latest(tmp.path);
   REQUIRE(latest);
   CHECK(latest->filename() == "chk-9");
 }
@@ -289,7 +297,7 @@ TEST_CASE("nothing is restorable when only incomplete checkpoints exist", "[chec
   TempDir tmp;
   make_incomplete(tmp.path, "chk-1");
   make_incomplete(tmp.path, "savepoint-x");
-  CHECK_FALSE(latest_restorable(tmp.path).has_value());
+  CHECK_FALSE(latest(tmp.path).has_value());
 }
 
 TEST_CASE("next checkpoint id follows the largest chk-N name or savepoint id", "[checkpoint_metadata]") {
@@ -314,12 +322,12 @@ TEST_CASE("prune keeps the newest retained checkpoints and deletes older incompl
   make_incomplete(tmp.path, "chk-3"); // older than the newest completed: deleted
   make_completed(tmp.path, "chk-4", 4, 4000);
   make_completed(tmp.path, "chk-5", 5, 5000);
-  make_incomplete(tmp.path, "chk-6"); // may be in progress: kept
+  make_incomplete(tmp.path, "chk-6"); // in progress: kept
   make_completed(tmp.path, "savepoint-old", 1, 500, "savepoint");
   make_incomplete(tmp.path, "savepoint-half");
   fs::create_directories(tmp.path / "spool");
 
-  auto problems = prune_checkpoints(tmp.path, 2);
+  auto problems = prune_checkpoints(tmp.path, 2, 6);
   CHECK(problems.empty());
   CHECK_FALSE(fs::exists(tmp.path / "chk-1"));
   CHECK_FALSE(fs::exists(tmp.path / "chk-2"));
@@ -337,7 +345,7 @@ TEST_CASE("prune with fewer completed checkpoints than retained deletes none of 
   TempDir tmp;
   make_completed(tmp.path, "chk-1", 1, 1000);
   make_completed(tmp.path, "chk-2", 2, 2000);
-  CHECK(prune_checkpoints(tmp.path, 5).empty());
+  CHECK(prune_checkpoints(tmp.path, 5, std::nullopt).empty());
   CHECK(names(completed_checkpoints(tmp.path)) == Strings{"chk-1", "chk-2"});
 }
 
@@ -346,15 +354,45 @@ TEST_CASE("prune never deletes the newest completed checkpoint even when retain 
   TempDir tmp;
   make_completed(tmp.path, "chk-1", 1, 1000);
   make_completed(tmp.path, "chk-2", 2, 2000);
-  CHECK(prune_checkpoints(tmp.path, 0).empty());
+  CHECK(prune_checkpoints(tmp.path, 0, std::nullopt).empty());
   CHECK(names(completed_checkpoints(tmp.path)) == Strings{"chk-2"});
 }
 
-TEST_CASE("prune without any completed checkpoint leaves incomplete ones alone", "[checkpoint_metadata]") {
+// Issue 7, finding 10: checkpoints that failed (a full disk) before any completed left their
+// chk-N directories for ever; prune only deleted incomplete ones older than a completed one.
+TEST_CASE("prune deletes every incomplete checkpoint but the one in flight, even with none completed",
+          "[checkpoint_metadata]") {
   TempDir tmp;
-  make_incomplete(tmp.path, "chk-1");
+  fs::create_directories(tmp.path / "chk-1"); // empty: a failed checkpoint
   make_incomplete(tmp.path, "chk-2");
-  CHECK(prune_checkpoints(tmp.path, 1).empty());
-  CHECK(fs::exists(tmp.path / "chk-1"));
-  CHECK(fs::exists(tmp.path / "chk-2"));
+  make_incomplete(tmp.path, "chk-3"); // being written
+  CHECK(prune_checkpoints(tmp.path, 1, 3).empty());
+  CHECK_FALSE(fs::exists(tmp.path / "chk-1"));
+  CHECK_FALSE(fs::exists(tmp.path / "chk-2"));
+  CHECK(fs::exists(tmp.path / "chk-3"));
+
+  // Newer than the newest completed and not in flight: a failed one too.
+  make_completed(tmp.path, "chk-4", 4, 4000);
+  fs::create_directories(tmp.path / "chk-5");
+  CHECK(prune_checkpoints(tmp.path, 1, std::nullopt).empty());
+  CHECK_FALSE(fs::exists(tmp.path / "chk-3"));
+  CHECK_FALSE(fs::exists(tmp.path / "chk-5"));
+  CHECK(fs::exists(tmp.path / "chk-4" / kMetadataFile));
+}
+
+TEST_CASE("prune deletes a damaged checkpoint older than the newest completed, not a newer one",
+          "[checkpoint_metadata]") {
+  TempDir tmp;
+  fs::path old_one = make_completed(tmp.path, "chk-1", 1, 1000);
+  make_completed(tmp.path, "chk-2", 2, 2000);
+  fs::path new_one = make_completed(tmp.path, "chk-3", 3, 3000);
+  make_completed(tmp.path, "chk-4", 4, 4000);
+  write_text(old_one / kMetadataFile, "damaged");
+  write_text(new_one / kMetadataFile, "damaged");
+  fs::remove_all(tmp.path / "chk-4");
+  // chk-3 is damaged and newest: kept for a person to look at.
+  CHECK(prune_checkpoints(tmp.path, 5, std::nullopt).empty());
+  CHECK_FALSE(fs::exists(old_one));
+  CHECK(fs::exists(new_one / kMetadataFile));
+  CHECK(fs::exists(tmp.path / "chk-2" / kMetadataFile));
 }

@@ -290,3 +290,86 @@ TEST_CASE("state of a node the pipeline no longer has is refused unless allowed"
   CHECK_THAT(problems[0], Catch::Contains("--allow-non-restored-state"));
   CHECK(runtime::check_restore_compatible(*r, spec, true).empty());
 }
+
+namespace {
+
+// A task file of chain `chain_id` (nodes `nodes`), subtask 0 of 1, in `dir`; its entry.
+runtime::CheckpointTaskFile write_task(const fs::path& dir, std::uint32_t chain_id, const std::vector<std::string>& nodes,
+                                       std::string file = "") {
+  state::SnapshotHeader h;
+  h.job_name = "p";
+  h.checkpoint_id = 3;
+  h.created_at_ms = 1796000000000;
+  h.max_parallelism = kMaxParallelism;
+  h.chain_id = chain_id;
+  h.subtask = 0;
+  h.parallelism = 1;
+  h.key_groups = state::key_group_range(0, 1, kMaxParallelism);
+  h.chain_nodes = nodes;
+  if (file.empty()) file = runtime::task_snapshot_file(static_cast<int>(chain_id), 0);
+  auto writer = state::SnapshotWriter::create(dir / file, std::move(h));
+  REQUIRE(writer);
+  auto summary = writer->finish();
+  REQUIRE(summary);
+  return runtime::CheckpointTaskFile{file, nodes, 0, 1, summary->file_bytes};
+}
+
+// Version-1 metadata (no `chains`, no checksum line) of `tasks`, as golden-v1 is written.
+void write_v1_metadata(const fs::path& dir, const std::vector<runtime::CheckpointTaskFile>& tasks) {
+  std::string text = "format = 'streamctl-checkpoint'\nversion = 1\nkind = 'savepoint'\njob_name = 'p'\n"
+                     "job_id = 'p-1'\ncheckpoint_id = 3\ncreated_at = 1796000000000\nmax_parallelism = 128\n";
+  for (const auto& t : tasks) {
+    text += "[[tasks]]\nfile = '" + t.file + "'\nnodes = [";
+    for (const auto& n : t.nodes) text += "'" + n + "',";
+    text += "]\nsubtask = " + std::to_string(t.subtask) + "\nparallelism = " + std::to_string(t.parallelism) +
+            "\nbytes = " + std::to_string(t.bytes) + "\n";
+  }
+  write_file(dir / runtime::kMetadataFile, text);
+}
+
+} // namespace
+
+// Issue 7, finding 2: `bytes` was not checked against the file.
+TEST_CASE("a task file whose size is not the metadata's bytes fails open", "[checkpoint_restore]") {
+  TempDir tmp;
+  fs::path dir = write_checkpoint(tmp.path);
+  auto m = runtime::read_metadata(dir);
+  REQUIRE(m);
+  m->tasks[1].bytes += 1;
+  REQUIRE(runtime::write_metadata(dir, *m));
+  auto r = CheckpointRestore::open(dir);
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error(), Catch::Contains((dir / m->tasks[1].file).string()));
+  CHECK_THAT(r.error(), Catch::Contains("bytes, but _metadata says " + std::to_string(m->tasks[1].bytes)));
+}
+
+// Issue 7, finding 2: a version-1 metadata without any entry of a chain looked complete.
+TEST_CASE("a chain left out whole is found by the chain ids of the task files", "[checkpoint_restore]") {
+  TempDir tmp;
+  fs::path dir = tmp.path / "savepoint-x-3";
+  fs::create_directories(dir);
+  auto a = write_task(dir, 0, {"src"});
+  auto b = write_task(dir, 1, {"counts"});
+  auto c = write_task(dir, 2, {"out"});
+
+  write_v1_metadata(dir, {a, b, c});
+  REQUIRE(CheckpointRestore::open(dir));
+
+  write_v1_metadata(dir, {a, c});
+  auto r = CheckpointRestore::open(dir);
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error(), Catch::Contains(dir.string() + ": no task file of chain 1"));
+  CHECK_THAT(r.error(), Catch::Contains("the snapshot is incomplete"));
+}
+
+TEST_CASE("two chains whose files say the same chain id fail open", "[checkpoint_restore]") {
+  TempDir tmp;
+  fs::path dir = tmp.path / "chk-3";
+  fs::create_directories(dir);
+  auto a = write_task(dir, 0, {"src"});
+  auto b = write_task(dir, 0, {"counts"}, "twin.snap");
+  write_v1_metadata(dir, {a, b});
+  auto r = CheckpointRestore::open(dir);
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.error(), Catch::Contains((dir / "twin.snap").string() + ": chain id 0 in its header is also that of"));
+}
