@@ -25,6 +25,17 @@ const char* skip_space(const char* p, const char* end) {
   return p;
 }
 
+// The bytes find_string_special stops at, for the last bytes of a line.
+constexpr std::array<bool, 256> make_string_special() {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 0x20; ++c) t[static_cast<std::size_t>(c)] = true;
+  for (int c = 0x80; c < 0x100; ++c) t[static_cast<std::size_t>(c)] = true;
+  t['"'] = true;
+  t['\\'] = true;
+  return t;
+}
+constexpr std::array<bool, 256> string_special = make_string_special();
+
 // The first byte in [p, end) that a string scan must look at: '"', '\\', a control character
 // (0x00..0x1F) or a non-ASCII byte (0x80..0xFF), or end. As signed chars, the last two are the
 // bytes below 0x20, so one comparison finds both. Strings are scanned 16 bytes at a time; the
@@ -43,7 +54,7 @@ const char* find_string_special(const char* p, const char* end) {
     p += 16;
   }
 #endif
-  while (p < end && *p != '"' && *p != '\\' && static_cast<signed char>(*p) >= 0x20) ++p;
+  while (p < end && !string_special[static_cast<unsigned char>(*p)]) ++p;
   return p;
 }
 
@@ -304,13 +315,13 @@ bool JsonReader::array(Value& out, int depth) {
   return true;
 }
 
-// The first '"' or '\\' at or after `p` inside a string, or end_; nullptr (with the error set)
-// at a raw control character or at bytes that are not UTF-8, which RFC 8259 does not allow in
-// a string. ASCII text costs what the quote search alone cost; only non-ASCII bytes are
-// decoded, a run of them at a time.
+// From `p`, where find_string_special stopped (or end_): the first '"' or '\\' from there on
+// inside a string, or end_; nullptr (with the error set) at a raw control character or at bytes
+// that are not UTF-8, which RFC 8259 does not allow in a string. Callers take the common case
+// (a quote or backslash) themselves, so ASCII text costs what the quote search alone cost; only
+// non-ASCII bytes are decoded, a run of them at a time.
 const char* JsonReader::scan_string(const char* p) {
   for (;;) {
-    p = find_string_special(p, end_);
     if (p >= end_ || *p == '"' || *p == '\\') return p;
     auto c = static_cast<unsigned char>(*p);
     if (c < 0x20) {
@@ -325,14 +336,15 @@ const char* JsonReader::scan_string(const char* p) {
       }
       p += n;
     }
+    p = find_string_special(p, end_);
   }
 }
 
 // p_ is at the opening quote.
 bool JsonReader::string_value(Value& out) {
   const char* open = p_;
-  const char* q = scan_string(open + 1);
-  if (q == nullptr) return false;
+  const char* q = find_string_special(open + 1, end_);
+  if (q < end_ && *q != '"' && *q != '\\' && (q = scan_string(q)) == nullptr) return false;
   if (q >= end_) return error(open, "unterminated string");
   if (*q == '"') {
     out = Value::string(std::string_view(open + 1, static_cast<std::size_t>(q - open - 1)));
@@ -347,8 +359,8 @@ bool JsonReader::string_value(Value& out) {
 
 bool JsonReader::key(FieldId& out) {
   const char* open = p_;
-  const char* q = scan_string(open + 1);
-  if (q == nullptr) return false;
+  const char* q = find_string_special(open + 1, end_);
+  if (q < end_ && *q != '"' && *q != '\\' && (q = scan_string(q)) == nullptr) return false;
   if (q >= end_) return error(open, "unterminated string");
   if (*q == '"') {
     out = intern(std::string_view(open + 1, static_cast<std::size_t>(q - open - 1)));
@@ -373,7 +385,7 @@ bool JsonReader::decode_escaped(const char* open, const char* first_escape, std:
     if (*close == '"') break;
     // A backslash: skip it and the character it escapes.
     if (end_ - close <= 2) return error(open, "unterminated string");
-    close = scan_string(close + 2);
+    close = scan_string(find_string_special(close + 2, end_));
     if (close == nullptr) return false;
   }
   auto raw = static_cast<std::size_t>(close - open - 1);
