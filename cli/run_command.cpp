@@ -77,7 +77,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
       return;
     }
     auto outcome = runtime::run_job(job, options, *ctx.log);
-    if ((outcome.exit_code == 1 || outcome.exit_code == 3) && !outcome.error.empty())
+    if ((outcome.exit_code == 1 || outcome.exit_code == 2 || outcome.exit_code == 3) && !outcome.error.empty())
       ctx.log->error("job {} failed: {}", outcome.job_id, outcome.error);
     ctx.exit_code = outcome.exit_code;
   });

@@ -3,17 +3,48 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <unistd.h>
 
+#include "state/base64.hpp"
 #include "state/error.hpp"
 #include "state/json_writer.hpp"
+#include "state/utf8.hpp"
 
 namespace streamctl::operators {
+
+void check_dead_letter_path(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node) {
+  if (node.on_error != pipeline::OnError::DeadLetter) return;
+  namespace fs = std::filesystem;
+  const fs::path& file = node.dead_letter;
+  auto where = pipeline::position_of(spec, node, "dead_letter") + ": node '" + node.name + "': ";
+  std::error_code ec;
+  if (fs::is_directory(file, ec))
+    throw Error(ErrorKind::Usage, where + "dead-letter file '" + file.string() + "' is a directory");
+  // Check without creating anything (`validate` has no side effects): the directory, or its
+  // nearest existing ancestor, must be a writable directory; the worker creates the rest.
+  fs::path existing = file.parent_path();
+  while (!existing.empty() && !fs::exists(existing, ec) && existing != existing.parent_path())
+    existing = existing.parent_path();
+  if (!fs::is_directory(existing, ec))
+    throw Error(ErrorKind::Usage, where + "cannot create dead-letter file '" + file.string() + "': '" +
+                                      existing.string() + "' is not a directory");
+  if (::access(existing.c_str(), W_OK) != 0)
+    throw Error(ErrorKind::Usage, where + "cannot write dead-letter file '" + file.string() + "' in '" +
+                                      existing.string() + "': " + std::strerror(errno));
+}
 
 RecordErrorPolicy::RecordErrorPolicy(const pipeline::NodeSpec& node, Warn warn)
     : node_name_(node.name), mode_(node.on_error), dead_letter_path_(node.dead_letter.string()),
       warn_(std::move(warn)) {
   if (mode_ == pipeline::OnError::DeadLetter) {
+    // Created as file sinks create their directory. A failure here is the pipeline's (the
+    // path), not the moment's: Usage, which the coordinator does not retry.
+    std::error_code ec;
+    std::filesystem::create_directories(node.dead_letter.parent_path(), ec);
+    if (ec)
+      throw Error(ErrorKind::Usage, "node '" + node_name_ + "': cannot create the directory of dead-letter file '" +
+                                        dead_letter_path_ + "': " + ec.message());
     // O_APPEND: the subtasks of a node share one dead-letter file, and each line is written
     // with a single write() so lines never interleave.
     dead_letter_fd_ = ::open(dead_letter_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -44,7 +75,14 @@ void RecordErrorPolicy::bad_record(std::string_view raw, std::uint64_t line, std
     scratch_ += ",\"line\":";
     scratch_ += line > 0 ? std::to_string(line) : "null";
     scratch_ += ",\"input\":";
+    // append_json_string writes bytes that are not UTF-8 as U+FFFD, which loses them: the
+    // exact bytes then go in input_base64 too.
     state::append_json_string(raw, scratch_);
+    if (!state::is_valid_utf8(raw)) {
+      scratch_ += ",\"input_base64\":\"";
+      state::append_base64(raw, scratch_);
+      scratch_ += '"';
+    }
     scratch_ += ",\"error\":";
     state::append_json_string(reason, scratch_);
     scratch_ += "}\n";

@@ -1,7 +1,13 @@
 #pragma once
 // The `on_error` handling of SPEC §4 for one node subtask: drop (count, and warn at most once
 // a second), fail (throw, naming the node, the line and the reason), or dead_letter (append
-// {"node", "line", "input", "error"} as a JSON line to the dead-letter file).
+// {"node", "line", "input", "error"} as a JSON line to the dead-letter file, and
+// "input_base64" with the exact bytes when the input is not UTF-8, as `input` then holds
+// U+FFFD in their place).
+//
+// Dead letters are written at least once: they are appended as bad records are met, not
+// committed with checkpoints, so after a restart from a checkpoint the bad records read since
+// that checkpoint are written again.
 
 #include <chrono>
 #include <cstdint>
@@ -11,6 +17,10 @@
 #include "operators/operator.hpp"
 
 namespace streamctl::operators {
+
+// Throws Error(Usage) when the node's dead-letter file can never be written: its path is a
+// directory, or its nearest existing ancestor is not a writable directory. Creates nothing.
+void check_dead_letter_path(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node);
 
 class RecordErrorPolicy : public RecordErrors {
 public:

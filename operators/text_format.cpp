@@ -1,6 +1,7 @@
 #include "operators/text_format.hpp"
 
 #include "state/json_writer.hpp"
+#include "state/utf8.hpp"
 
 namespace streamctl::operators {
 
@@ -56,7 +57,15 @@ Result<void> LineDecoder::decode(std::string_view line, state::Batch& batch) {
     if (!r) return r;
     break;
   }
-  case TextFormat::Lines: builder_.append(line_field_, state::Value::string(line)); break;
+  case TextFormat::Lines: {
+    // The same rule as json and csv: text that is not UTF-8 is a bad record, not output.
+    std::size_t at = state::find_invalid_utf8(line);
+    if (at != std::string_view::npos)
+      return fail(state::invalid_utf8_reason(static_cast<unsigned char>(line[at])) + " at column " +
+                  std::to_string(at + 1));
+    builder_.append(line_field_, state::Value::string(line));
+    break;
+  }
   }
   builder_.finish(batch);
   return {};

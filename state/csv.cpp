@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "state/json_writer.hpp"
+#include "state/utf8.hpp"
 
 namespace streamctl::state {
 
@@ -32,6 +33,13 @@ bool equals_ignoring_case(std::string_view a, std::string_view lower) {
     if (c != lower[k]) return false;
   }
   return true;
+}
+
+// Every text format takes UTF-8 only (SPEC §4): a row's cells become JSON strings.
+Result<void> check_utf8(std::string_view line) {
+  std::size_t at = find_invalid_utf8(line);
+  if (at == std::string_view::npos) return {};
+  return fail(invalid_utf8_reason(static_cast<unsigned char>(line[at])) + " at column " + std::to_string(at + 1));
 }
 
 // A cell quoted for an error message, cut short when long.
@@ -119,6 +127,10 @@ Result<void> CsvReader::read_header(std::string_view line) {
   header_read_ = true;
   if (!options_.columns.empty()) return {}; // named by the options: the header is skipped
   line = trim_line_end(line);
+  if (auto r = check_utf8(line); !r) {
+    setup_error_ = "bad header: " + r.error(); // every row is bad: none is misread as a header
+    return fail(setup_error_);
+  }
   if (line.size() >= 3 && std::memcmp(line.data(), "\xEF\xBB\xBF", 3) == 0)
     line.remove_prefix(3); // a UTF-8 byte order mark
   if (line.size() > std::numeric_limits<std::uint32_t>::max()) return fail("line too long");
@@ -211,6 +223,7 @@ Result<void> CsvReader::parse_line(std::string_view line, Batch& batch, RecordBu
   if (needs_header()) return fail("the csv header line has not been read");
   line = trim_line_end(line);
   if (line.size() > std::numeric_limits<std::uint32_t>::max()) return fail("line too long");
+  if (auto r = check_utf8(line); !r) return r;
   if (auto r = split(line); !r) return r;
   if (cells_.size() != columns_.size())
     return fail("expected " + std::to_string(columns_.size()) + " columns, got " +

@@ -3,6 +3,7 @@
 // quote and the delimiter allowed inside the quotes; a quoted field that spans lines (a newline
 // inside quotes) is NOT supported, because sources split their input into lines before parsing:
 // such a line fails with "unterminated quoted field". A trailing '\r' (CRLF files) is ignored.
+// A line that is not UTF-8 is refused (a header that is not makes every row fail).
 //
 // Without `types` every value is a string. `types` converts the named columns to int, float or
 // bool; an empty unquoted cell of a typed column is null.

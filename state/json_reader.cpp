@@ -1,5 +1,7 @@
 #include "state/json_reader.hpp"
 
+#include "state/utf8.hpp"
+
 #include <charconv>
 #include <cstring>
 #include <limits>
@@ -23,22 +25,42 @@ const char* skip_space(const char* p, const char* end) {
   return p;
 }
 
-// The first '"' or '\\' in [p, end), or end. Strings are scanned 16 bytes at a time; the loads
-// stay inside [p, end).
-const char* find_quote_or_backslash(const char* p, const char* end) {
+// The bytes find_string_special stops at, for the last bytes of a line.
+constexpr std::array<bool, 256> make_string_special() {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 0x20; ++c) t[static_cast<std::size_t>(c)] = true;
+  for (int c = 0x80; c < 0x100; ++c) t[static_cast<std::size_t>(c)] = true;
+  t['"'] = true;
+  t['\\'] = true;
+  return t;
+}
+constexpr std::array<bool, 256> string_special = make_string_special();
+
+// The first byte in [p, end) that a string scan must look at: '"', '\\', a control character
+// (0x00..0x1F) or a non-ASCII byte (0x80..0xFF), or end. As signed chars, the last two are the
+// bytes below 0x20, so one comparison finds both. Strings are scanned 16 bytes at a time; the
+// loads stay inside [p, end).
+const char* find_string_special(const char* p, const char* end) {
 #if defined(__SSE2__)
   const __m128i quote = _mm_set1_epi8('"');
   const __m128i backslash = _mm_set1_epi8('\\');
+  const __m128i space = _mm_set1_epi8(0x20);
   while (end - p >= 16) {
     __m128i chunk = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    int mask = _mm_movemask_epi8(
-        _mm_or_si128(_mm_cmpeq_epi8(chunk, quote), _mm_cmpeq_epi8(chunk, backslash)));
+    int mask = _mm_movemask_epi8(_mm_or_si128(
+        _mm_or_si128(_mm_cmpeq_epi8(chunk, quote), _mm_cmpeq_epi8(chunk, backslash)),
+        _mm_cmplt_epi8(chunk, space)));
     if (mask != 0) return p + __builtin_ctz(static_cast<unsigned>(mask));
     p += 16;
   }
 #endif
-  while (p < end && *p != '"' && *p != '\\') ++p;
+  while (p < end && !string_special[static_cast<unsigned char>(*p)]) ++p;
   return p;
+}
+
+std::string hex_byte(unsigned char c) {
+  static constexpr char digits[] = "0123456789ABCDEF";
+  return std::string("0x") + digits[c >> 4] + digits[c & 15];
 }
 
 int hex_digit(char c) {
@@ -293,10 +315,36 @@ bool JsonReader::array(Value& out, int depth) {
   return true;
 }
 
+// From `p`, where find_string_special stopped (or end_): the first '"' or '\\' from there on
+// inside a string, or end_; nullptr (with the error set) at a raw control character or at bytes
+// that are not UTF-8, which RFC 8259 does not allow in a string. Callers take the common case
+// (a quote or backslash) themselves, so ASCII text costs what the quote search alone cost; only
+// non-ASCII bytes are decoded, a run of them at a time.
+const char* JsonReader::scan_string(const char* p) {
+  for (;;) {
+    if (p >= end_ || *p == '"' || *p == '\\') return p;
+    auto c = static_cast<unsigned char>(*p);
+    if (c < 0x20) {
+      error(p, "raw control character " + hex_byte(c) + " in a string (it must be escaped)");
+      return nullptr;
+    }
+    while (p < end_ && static_cast<unsigned char>(*p) >= 0x80) {
+      std::size_t n = utf8_sequence_length(p, end_);
+      if (n == 0) {
+        error(p, invalid_utf8_reason(static_cast<unsigned char>(*p)));
+        return nullptr;
+      }
+      p += n;
+    }
+    p = find_string_special(p, end_);
+  }
+}
+
 // p_ is at the opening quote.
 bool JsonReader::string_value(Value& out) {
   const char* open = p_;
-  const char* q = find_quote_or_backslash(open + 1, end_);
+  const char* q = find_string_special(open + 1, end_);
+  if (q < end_ && *q != '"' && *q != '\\' && (q = scan_string(q)) == nullptr) return false;
   if (q >= end_) return error(open, "unterminated string");
   if (*q == '"') {
     out = Value::string(std::string_view(open + 1, static_cast<std::size_t>(q - open - 1)));
@@ -311,7 +359,8 @@ bool JsonReader::string_value(Value& out) {
 
 bool JsonReader::key(FieldId& out) {
   const char* open = p_;
-  const char* q = find_quote_or_backslash(open + 1, end_);
+  const char* q = find_string_special(open + 1, end_);
+  if (q < end_ && *q != '"' && *q != '\\' && (q = scan_string(q)) == nullptr) return false;
   if (q >= end_) return error(open, "unterminated string");
   if (*q == '"') {
     out = intern(std::string_view(open + 1, static_cast<std::size_t>(q - open - 1)));
@@ -336,7 +385,8 @@ bool JsonReader::decode_escaped(const char* open, const char* first_escape, std:
     if (*close == '"') break;
     // A backslash: skip it and the character it escapes.
     if (end_ - close <= 2) return error(open, "unterminated string");
-    close = find_quote_or_backslash(close + 2, end_);
+    close = scan_string(find_string_special(close + 2, end_));
+    if (close == nullptr) return false;
   }
   auto raw = static_cast<std::size_t>(close - open - 1);
   char* dst;

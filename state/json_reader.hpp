@@ -5,8 +5,9 @@
 // caller must make the batch retain the text's memory (Batch::retain). Strings with escapes,
 // and the element arrays of nested arrays and objects, are written into the batch's arena.
 //
-// Accepted: RFC 8259 JSON, with two leniencies that keep a stream flowing: invalid UTF-8 and raw
-// control characters inside strings are taken as bytes, and a lone UTF-16 surrogate escape
+// Accepted: RFC 8259 JSON. Strings and keys must be UTF-8 (state/utf8.hpp) without raw control
+// characters (U+0000..U+001F, which must be escaped): a line with either is refused, so that
+// what is read can always be written back as JSON. One leniency: a lone UTF-16 surrogate escape
 // (\ud800 without its pair) decodes to U+FFFD. Duplicate keys: the last value wins, at the
 // position of the first occurrence. Integer literals that fit int64 are Int; every other number
 // (fraction, exponent, out of int64 range) is Float. Nesting is limited to 128 levels.
@@ -48,6 +49,7 @@ private:
   bool value(Value& out, int depth);
   bool object(std::vector<Field>& out, int depth);
   bool array(Value& out, int depth);
+  const char* scan_string(const char* p);
   bool string_value(Value& out);
   bool key(FieldId& out);
   bool number(Value& out);

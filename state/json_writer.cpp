@@ -7,15 +7,19 @@
 #include <cstdint>
 #include <vector>
 
+#include "state/utf8.hpp"
+
 namespace streamctl::state {
 
 namespace {
 
 // For each byte: 0 if it is written as is, else the letter of its short escape ('"', '\\', 'b',
-// 'f', 'n', 'r', 't') or 'u' for \u00XX.
+// 'f', 'n', 'r', 't'), 'u' for \u00XX, or 'v' for a non-ASCII byte, whose sequence must be
+// checked to be UTF-8.
 constexpr std::array<char, 256> make_escape_table() {
   std::array<char, 256> t{};
   for (int c = 0; c < 0x20; ++c) t[static_cast<std::size_t>(c)] = 'u';
+  for (int c = 0x80; c < 0x100; ++c) t[static_cast<std::size_t>(c)] = 'v';
   t['\b'] = 'b';
   t['\f'] = 'f';
   t['\n'] = 'n';
@@ -101,6 +105,17 @@ void append_json_string(std::string_view s, std::string& out) {
   for (const char* p = run; p < end; ++p) {
     char e = escape_table[static_cast<unsigned char>(*p)];
     if (e == 0) continue;
+    if (e == 'v') {
+      std::size_t n = utf8_sequence_length(p, end);
+      if (n != 0) {
+        p += n - 1; // a valid sequence is written as is
+        continue;
+      }
+      out.append(run, p);
+      out.append("\xEF\xBF\xBD"); // U+FFFD REPLACEMENT CHARACTER, for this one byte
+      run = p + 1;
+      continue;
+    }
     out.append(run, p);
     if (e == 'u') {
       static constexpr char hex[] = "0123456789abcdef";

@@ -3,8 +3,10 @@
 // `streamctl test` uses to compare outputs as multisets of JSON values.
 //
 // Output is compact (no spaces), strings are escaped per RFC 8259 ('"', '\\', and control
-// characters; \b \f \n \r \t by name, the others as \u00XX; other bytes, UTF-8 or not, pass
-// through). Floats use the shortest text that reads back to the same double; a float with an
+// characters; \b \f \n \r \t by name, the others as \u00XX), and the output is always UTF-8:
+// valid UTF-8 passes through, and each byte that is not part of a valid UTF-8 sequence is
+// written as U+FFFD. Sources refuse such bytes (SPEC §4), so only a string an operator built by
+// bytes (substr in the middle of a character, say) can hold them. Floats use the shortest text that reads back to the same double; a float with an
 // integral value keeps a ".0" (2.0 prints "2.0", so it reads back as a float); NaN and
 // infinities print as null. Functions append to `out` and allocate nothing else.
 

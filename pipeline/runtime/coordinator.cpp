@@ -378,6 +378,11 @@ private:
     } else if (m.type == "FAILED" && m.get("kind") == "snapshot") {
       outcome_.exit_code = exit_code_for(ErrorKind::Snapshot);
       fail(m.get("message") + " (in " + m.get("chain") + ")");
+    } else if (m.type == "FAILED" && m.get("kind") == "usage") {
+      // A pipeline error (a dead-letter file that cannot be opened): every restart would meet
+      // it again, so it is never retried.
+      outcome_.exit_code = exit_code_for(ErrorKind::Usage);
+      fail(m.get("message") + " (in " + m.get("chain") + ")");
     } else if (m.type == "FAILED") {
       task_failed(m.get("message") + " (in " + m.get("chain") + ")", true);
     }

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "operators/record_error_policy.hpp"
 #include "pipeline/spec/expression.hpp"
 #include "state/error.hpp"
 
@@ -41,6 +42,7 @@ LoadedJob finish_loading(pipeline::LoadResult result, const operators::Registry&
       case pipeline::NodeRole::Operator: registry.make_operator(spec, node, scratch); break;
       case pipeline::NodeRole::Sink: registry.make_sink(spec, node, scratch); break;
       }
+      operators::check_dead_letter_path(spec, node);
     } catch (const Error& e) {
       problems += problems.empty() ? "" : "\n";
       problems += e.what();

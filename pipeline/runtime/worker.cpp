@@ -84,6 +84,7 @@ public:
     } catch (const Error& e) {
       const char* kind = e.kind() == ErrorKind::OutputClosed ? "output_closed"
                          : e.kind() == ErrorKind::Snapshot   ? "snapshot"
+                         : e.kind() == ErrorKind::Usage      ? "usage"
                                                                : "error";
       return report_failure(e.what(), kind);
     } catch (const std::exception& e) {

@@ -99,8 +99,6 @@ TEST_CASE("escapes decode, including \\u and surrogate pairs, to UTF-8", "[json]
   CHECK(parse_one(R"("\ude00")", names, batch).str() == "\xEF\xBF\xBD");
   CHECK(parse_one(R"("\ud83d\u0041")", names, batch).str() == "\xEF\xBF\xBD"
                                                                  "A");
-  // Invalid UTF-8 is taken as bytes.
-  CHECK(parse_one("\"\xff\xfe\xc3\"", names, batch).str() == "\xff\xfe\xc3");
 }
 
 TEST_CASE("escaped keys are decoded before interning", "[json]") {
@@ -442,4 +440,70 @@ TEST_CASE("canonical_json sorts keys and prints equal numbers alike", "[json]") 
   builder.append(names.intern("alpha"), Value::string("q\""));
   builder.finish(batch);
   CHECK(canonical_json(batch[0], names) == R"({"alpha":"q\"","zeta":7})");
+}
+
+// Finding 7 of issue 7: a string with bytes that are not UTF-8 was taken as bytes and written
+// back out as they came, so the output was not JSON (Python's json module refused it).
+TEST_CASE("invalid UTF-8 in a string or a key makes the record bad", "[json][utf8]") {
+  CHECK(parse_error("{\"a\":\"\xC0\xAF\"}") == "invalid UTF-8 (byte 0xC0) at column 7");       // overlong
+  CHECK(parse_error("{\"a\":\"x\xE0\x80\xAF\"}") == "invalid UTF-8 (byte 0xE0) at column 8");  // overlong
+  CHECK(parse_error("{\"a\":\"\xF0\x80\x80\xAF\"}") == "invalid UTF-8 (byte 0xF0) at column 7");
+  CHECK(parse_error("{\"a\":\"a\x80\"}") == "invalid UTF-8 (byte 0x80) at column 8");   // lone continuation
+  CHECK(parse_error("{\"a\":\"\xED\xA0\x80\"}") == "invalid UTF-8 (byte 0xED) at column 7");   // surrogate
+  CHECK(parse_error("{\"a\":\"\xE2\x82\"}") == "invalid UTF-8 (byte 0xE2) at column 7");   // truncated
+  CHECK(parse_error("{\"a\":\"\xF0\x9F\x98\"}") == "invalid UTF-8 (byte 0xF0) at column 7");
+  CHECK(parse_error("{\"a\":\"\xF5\"}") == "invalid UTF-8 (byte 0xF5) at column 7");
+  CHECK(parse_error("{\"a\":\"\xFF\xFE\"}") == "invalid UTF-8 (byte 0xFF) at column 7");
+  CHECK(parse_error("{\"\xFF\":1}") == "invalid UTF-8 (byte 0xFF) at column 3");          // in a key
+  // After an escape, in the part that is decoded into the arena.
+  CHECK(parse_error("{\"a\":\"\\n\xC3\"}") == "invalid UTF-8 (byte 0xC3) at column 9");
+  CHECK(parse_error("{\"k\\n\xC3\":1}") == "invalid UTF-8 (byte 0xC3) at column 6");
+  // Past the 16-byte steps of the scan, at every position.
+  for (std::size_t at = 0; at < 40; ++at) {
+    std::string s(40, 'a');
+    s[at] = '\x80';
+    CHECK(parse_error("{\"a\":\"" + s + "\"}") ==
+          "invalid UTF-8 (byte 0x80) at column " + std::to_string(7 + at));
+  }
+  // Outside strings, a non-ASCII byte is not JSON at all.
+  CHECK(parse_error("{\"a\":1\xFF}") == "expected ',' or '}' at column 7");
+}
+
+TEST_CASE("raw control characters, NUL included, make a string bad as RFC 8259 says", "[json][utf8]") {
+  CHECK(parse_error(std::string("{\"a\":\"x\0y\"}", 11)) ==
+        "raw control character 0x00 in a string (it must be escaped) at column 8");
+  CHECK(parse_error("{\"a\":\"x\ty\"}") == "raw control character 0x09 in a string (it must be escaped) at column 8");
+  CHECK(parse_error("{\"a\x1f\":1}") == "raw control character 0x1F in a string (it must be escaped) at column 4");
+  CHECK(parse_error(std::string("\0{\"a\":1}", 8)) == "expected a JSON object: unexpected byte 0x0 at column 1");
+  // Escaped, they are fine; DEL (0x7F) is not a control character for JSON.
+  FieldNames names;
+  Batch batch;
+  CHECK(parse_one(R"("x\u0000y\t")", names, batch).str() == std::string("x\0y\t", 4));
+  CHECK(parse_one("\"\x7f\"", names, batch).str() == "\x7f");
+}
+
+TEST_CASE("valid multi-byte and 4-byte UTF-8 is kept intact, through the scan and escapes", "[json][utf8]") {
+  FieldNames names;
+  Batch batch;
+  std::string text = "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80 \xE4\xB8\xAD \xF4\x8F\xBF\xBF \xEF\xBF\xBF";
+  CHECK(parse_one("\"" + text + "\"", names, batch).str() == text);
+  CHECK(parse_one("\"" + text + "\\n" + text + "\"", names, batch).str() == text + "\n" + text);
+  std::string long_text;
+  for (int k = 0; k < 20; ++k) long_text += "\xF0\x9F\x98\x80x\xC3\xA9";
+  CHECK(parse_one("\"" + long_text + "\"", names, batch).str() == long_text);
+  REQUIRE(parse_into("{\"" + text + "\":\"" + text + "\"}", names, batch));
+  CHECK(names.name(batch[batch.size() - 1].fields[0].name) == text);
+  CHECK(to_json(Value::string(text), names) == "\"" + text + "\"");
+}
+
+TEST_CASE("writer output is always UTF-8: a byte that is not becomes U+FFFD", "[json][utf8]") {
+  FieldNames names;
+  // Only an operator that cuts text by bytes (substr) can make such a string; the output must
+  // still be JSON.
+  CHECK(to_json(Value::string("a\xFF" "b"), names) == "\"a\xEF\xBF\xBD" "b\"");
+  CHECK(to_json(Value::string("\xE2\x82"), names) == "\"\xEF\xBF\xBD\xEF\xBF\xBD\"");
+  CHECK(to_json(Value::string("\xED\xA0\x80"), names) == "\"\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\"");
+  CHECK(to_json(Value::string("\xC0\xAF\n"), names) == "\"\xEF\xBF\xBD\xEF\xBF\xBD\\n\"");
+  CHECK(to_json(Value::string("ok \xF0\x9F\x98\x80"), names) == "\"ok \xF0\x9F\x98\x80\"");
+  CHECK(json_string("\x80\xC3\xA9") == "\"\xEF\xBF\xBD\xC3\xA9\"");
 }
