@@ -52,6 +52,10 @@ struct OperatorContext {
   // Where a source that cannot seek (stdin) spools what it reads so that a restore can replay
   // it; its positions name files in it. Empty when the job takes no checkpoints.
   std::filesystem::path checkpoint_dir;
+  // Names the run (the job id) in the files every attempt of it shares: a source restarted
+  // from the beginning, or again from the same checkpoint, finds what earlier attempts of
+  // the run spooled. Empty in tests: each source object is then a run of its own.
+  std::string run_tag;
 };
 
 class Operator {
@@ -139,6 +143,11 @@ public:
   virtual Result<void> restore_position(const std::vector<std::string_view>& /*old_subtasks*/) {
     return fail("this source cannot rewind");
   }
+  // The files in ctx.checkpoint_dir that the position last written by snapshot_position()
+  // needs to restore (spool files), by name: the checkpoint records them, and the runtime
+  // deletes a spool file once no retained checkpoint needs it. Called right after
+  // snapshot_position().
+  virtual std::vector<std::string> referenced_files() const { return {}; }
 
 protected:
   OperatorContext ctx_;

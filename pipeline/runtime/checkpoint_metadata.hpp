@@ -26,6 +26,8 @@
 //   subtask = 1
 //   parallelism = 2
 //   bytes = 1234
+//   spool_files = ["stdin-in.JOB.spool"] # optional: files in CHECKPOINT_DIR/NAME/spool that
+//                                       # the task's source position needs (absent: none)
 //
 // Paths are relative to the directory, so a savepoint is relocatable.
 
@@ -48,6 +50,7 @@ struct CheckpointTaskFile {
   int subtask = 0;
   int parallelism = 1;
   std::uint64_t bytes = 0;
+  std::vector<std::string> spool_files; // names in CHECKPOINT_DIR/NAME/spool the task needs
 };
 
 struct CheckpointMetadata {
