@@ -25,6 +25,7 @@ void add_worker_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--attempt", o->attempt);
   cmd->add_option("--restore", *restore);
   cmd->add_option("--spool-dir", *spool_dir);
+  cmd->add_option("--run-tag", o->run_tag);
   cmd->callback([&ctx, o, job_dir, base_dir, socket_dir, restore, spool_dir] {
     ctx.configure_logging("worker " + std::to_string(o->task));
     o->job_dir = *job_dir;

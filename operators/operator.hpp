@@ -56,6 +56,10 @@ struct OperatorContext {
   // said: an input file rotated since the snapshot). Called from the task thread; may be
   // empty (unit tests), and then nothing is logged.
   std::function<void(const std::string&)> warn;
+  // Names the run (the job id) in the files every attempt of it shares: a source restarted
+  // from the beginning, or again from the same checkpoint, finds what earlier attempts of
+  // the run spooled. Empty in tests: each source object is then a run of its own.
+  std::string run_tag;
 };
 
 class Operator {
@@ -143,6 +147,11 @@ public:
   virtual Result<void> restore_position(const std::vector<std::string_view>& /*old_subtasks*/) {
     return fail("this source cannot rewind");
   }
+  // The files in ctx.checkpoint_dir that the position last written by snapshot_position()
+  // needs to restore (spool files), by name: the checkpoint records them, and the runtime
+  // deletes a spool file once no retained checkpoint needs it. Called right after
+  // snapshot_position().
+  virtual std::vector<std::string> referenced_files() const { return {}; }
 
 protected:
   OperatorContext ctx_;

@@ -1,6 +1,7 @@
 #include "operators/stdin_source.hpp"
 
-#include <cctype>
+#include <cstdio>
+#include <random>
 #include <unistd.h>
 
 #include "operators/line_source.hpp"
@@ -22,6 +23,20 @@ namespace {
 //   u64 offset    bytes of the spool consumed: records of every line before it were emitted
 //   u64 line      lines consumed (bad-record line numbers go on from it)
 //   str header    the csv header line consumed, empty when none
+//
+// An empty position means nothing was read yet: it restores as a fresh source.
+//
+// Which spool file a source reads (Spool::file_name gives the layout):
+// - fresh: its run's file PREFIX.RUN.spool, from offset 0. When it exists, an earlier attempt
+//   of this run wrote it before it died (the coordinator reaps every worker before it
+//   restarts the job), having taken those bytes out of stdin: they are read again, and what
+//   stdin holds now is appended after them.
+// - restored from a position in a file of this run: that file, from the position's offset,
+//   appending what stdin holds now. Appending changes no byte a position points at.
+// - restored from a position in another run's file (a savepoint, --resume): a copy of that
+//   file's unread tail, PREFIX.RUN.ORIGIN.spool, from offset 0, made once per run and
+//   position so that every attempt of the run reads the same bytes; the other file is
+//   left as it is, for the next restore of the same snapshot.
 constexpr std::uint8_t kStdinPositionVersion = 1;
 
 // Bytes moved from stdin to the spool per poll at most, so a fast producer cannot keep a poll
@@ -52,6 +67,7 @@ public:
   }
 
   void snapshot_position(std::string& out) const override {
+    if (spooling() && !spool_) return; // nothing read: restores as a fresh source
     auto live = current_progress();
     const LineProgress& at = live ? *live : consumed_ ? final_ : start_;
     if (spool_) spool_->sync();
@@ -61,6 +77,11 @@ public:
     w.u64(at.offset);
     w.u64(at.line);
     w.str(at.header);
+  }
+
+  std::vector<std::string> referenced_files() const override {
+    if (!spool_) return {};
+    return {spool_->name()};
   }
 
   Result<void> restore_position(const std::vector<std::string_view>& old_subtasks) override {
@@ -88,10 +109,26 @@ public:
     if (*line > *offset) return r.failure("more lines than bytes");
     if (ctx_.checkpoint_dir.empty())
       return fail(what + ": no checkpoint directory to find spool file '" + *name + "' in");
-    // Replay from a copy of the unconsumed tail: the old spool stays as the snapshot saw it.
-    spool_ = std::make_unique<Spool>(ctx_.checkpoint_dir, spool_prefix());
-    if (auto ok = spool_->copy_tail(ctx_.checkpoint_dir / *name, *offset); !ok)
-      return fail(what + ": " + ok.error());
+    const std::filesystem::path& dir = ctx_.checkpoint_dir;
+    std::error_code ec;
+    if (Spool::run_of(*name) == run_tag()) {
+      if (!std::filesystem::exists(dir / *name, ec))
+        return fail(what + ": spool file '" + (dir / *name).string() + "' is missing");
+      spool_ = Spool::open(dir, *name);
+      if (spool_->size() < *offset)
+        return fail(what + ": spool file '" + spool_->path().string() + "' has " + std::to_string(spool_->size()) +
+                    " bytes, fewer than the " + std::to_string(*offset) + " already read");
+      start_ = LineProgress{*offset, *line, std::move(*header)};
+      return {};
+    }
+    std::string copy = Spool::file_name(spool_prefix(), run_tag(), origin_of(*name, *offset));
+    if (std::filesystem::exists(dir / copy, ec)) {
+      spool_ = Spool::open(dir, copy);
+    } else {
+      auto created = Spool::create_from_tail(dir, copy, dir / *name, *offset);
+      if (!created) return fail(what + ": " + created.error());
+      spool_ = std::move(*created);
+    }
     start_ = LineProgress{0, *line, std::move(*header)};
     return {};
   }
@@ -103,6 +140,8 @@ protected:
     if (!spooling()) return Input{in_fd_, start_};
     start_spool();
     reader_fd_ = spool_->open_reader();
+    if (start_.offset > 0 && ::lseek(reader_fd_, static_cast<off_t>(start_.offset), SEEK_SET) < 0)
+      throw Error(ErrorKind::JobFailed, "spool: cannot seek in '" + spool_->path().string() + "'");
     return Input{reader_fd_, start_};
   }
   void close_input(int fd, const LineProgress& at) override {
@@ -118,21 +157,42 @@ protected:
 private:
   bool spooling() const { return !ctx_.checkpoint_dir.empty(); }
   void start_spool() {
-    if (!spool_) spool_ = std::make_unique<Spool>(ctx_.checkpoint_dir, spool_prefix());
+    if (!spool_) spool_ = Spool::open(ctx_.checkpoint_dir, Spool::file_name(spool_prefix(), run_tag()));
   }
-  std::string spool_prefix() const {
-    std::string prefix = "stdin-";
-    for (char c : ctx_.node->name)
-      prefix += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-') ? c : '_';
-    return prefix;
+  std::string spool_prefix() const { return "stdin-" + Spool::safe_part(ctx_.node->name); }
+  // The run's tag; without one (a test), a random one: this object is a run of its own.
+  const std::string& run_tag() const {
+    if (run_tag_.empty()) {
+      if (!ctx_.run_tag.empty()) {
+        run_tag_ = Spool::safe_part(ctx_.run_tag);
+      } else {
+        std::random_device random;
+        char hex[17];
+        std::snprintf(hex, sizeof hex, "%08x%08x", random(), random());
+        run_tag_ = hex;
+      }
+    }
+    return run_tag_;
+  }
+  // Names a position in another run's spool file (FNV-1a of its name and offset): the copy of
+  // its tail that this run reads.
+  static std::string origin_of(const std::string& name, std::uint64_t offset) {
+    std::uint64_t h = 14695981039346656037ull;
+    auto mix = [&h](unsigned char c) { h = (h ^ c) * 1099511628211ull; };
+    for (char c : name) mix(static_cast<unsigned char>(c));
+    for (int k = 0; k < 8; ++k) mix(static_cast<unsigned char>(offset >> (8 * k)));
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+    return hex;
   }
 
   int in_fd_;
   int reader_fd_ = -1;           // on the spool file
-  std::unique_ptr<Spool> spool_; // when spooling
+  std::unique_ptr<Spool> spool_; // when spooling, once started or restored
+  mutable std::string run_tag_;
   bool stdin_ended_ = false;
   bool consumed_ = false;        // the input was opened (and maybe read to its end)
-  LineProgress start_;           // where reading starts (in the spool after a restore)
+  LineProgress start_;           // where reading starts in the spool
   LineProgress final_;           // where it ended
 };
 } // namespace

@@ -98,6 +98,23 @@ std::vector<Completed> completed_under(const fs::path& root, bool with_savepoint
   return list_under(root, with_savepoints).completed;
 }
 
+// A task's optional `spool_files`: plain file names, as the janitor resolves them in the spool
+// directory and never follows a path out of it.
+Result<std::vector<std::string>> read_spool_files(const toml::node* node) {
+  std::vector<std::string> out;
+  if (node == nullptr) return out;
+  const toml::array* list = node->as_array();
+  if (list == nullptr) return fail("spool_files is not a list");
+  for (const auto& item : *list) {
+    auto name = item.value<std::string>();
+    if (!name || name->empty() || name->find('/') != std::string::npos || name->find('\0') != std::string::npos ||
+        (*name)[0] == '.')
+      return fail("bad spool file name in spool_files");
+    out.push_back(*name);
+  }
+  return out;
+}
+
 } // namespace
 
 fs::path checkpoint_root(const pipeline::PipelineSpec& spec, const fs::path& state_dir) {
@@ -136,6 +153,11 @@ Result<void> write_metadata(const fs::path& dir, const CheckpointMetadata& m) {
     task.insert("subtask", static_cast<std::int64_t>(t.subtask));
     task.insert("parallelism", static_cast<std::int64_t>(t.parallelism));
     task.insert("bytes", static_cast<std::int64_t>(t.bytes));
+    if (!t.spool_files.empty()) {
+      toml::array spool;
+      for (const auto& name : t.spool_files) spool.push_back(name);
+      task.insert("spool_files", std::move(spool));
+    }
     tasks.push_back(std::move(task));
   }
   root.insert("tasks", std::move(tasks));
@@ -238,6 +260,10 @@ Result<CheckpointMetadata> read_metadata(const fs::path& path) {
       f.nodes.push_back(*name);
     }
     if (f.nodes.empty()) return task_bad("no nodes");
+    if (auto spool = read_spool_files((*t)["spool_files"].node()); !spool)
+      return task_bad(spool.error());
+    else
+      f.spool_files = std::move(*spool);
     m.tasks.push_back(std::move(f));
   }
   if (auto complete = check_chains_complete(m, file.string()); !complete) return Failure{complete.error()};

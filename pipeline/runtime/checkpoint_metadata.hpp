@@ -27,6 +27,8 @@
 //   file = "chain-0-subtask-1.snap"     # relative: a savepoint can be moved as a directory
 //   nodes = ["clicks", "ok"]            # the chain, head first
 //   parallelism = 2
+//   spool_files = ["stdin-in.JOB.spool"] # optional: files in CHECKPOINT_DIR/NAME/spool that
+//                                       # the task's source position needs (absent: none)
 //   subtask = 1
 //   ...
 //   checksum = "0123456789abcdef"       # last line: XXH64 (seed 0, 16 lowercase hex digits)
@@ -68,6 +70,7 @@ struct CheckpointTaskFile {
   int subtask = 0;
   int parallelism = 1;
   std::uint64_t bytes = 0;
+  std::vector<std::string> spool_files; // names in CHECKPOINT_DIR/NAME/spool the task needs
 };
 
 struct CheckpointMetadata {

@@ -26,6 +26,7 @@
 #include "pipeline/runtime/job_metrics.hpp"
 #include "pipeline/runtime/job_registry.hpp"
 #include "pipeline/runtime/signal_channel.hpp"
+#include "pipeline/runtime/spool_janitor.hpp"
 #include "state/error.hpp"
 #include "state/json_writer.hpp"
 #include "transport/control.hpp"
@@ -99,6 +100,7 @@ public:
 
     registration_ = std::make_unique<JobRegistration>(options_.state_dir, job_.spec, options_.reuse_job_id);
     outcome_.job_id = registration_->id();
+    spool_janitor_ = std::make_unique<SpoolJanitor>(checkpoints_.root, outcome_.job_id, log_);
     registration_->write_pipeline(job_.text, job_.overrides);
     registration_->write_run_options({{"transport", options_.transport},
                                       {"savepoint_on_exit", options_.savepoint_on_exit ? "1" : "0"},
@@ -129,6 +131,7 @@ public:
     // No worker is left to write into a checkpoint: one that failed leaves no chk-N behind.
     if (lock_)
       for (const auto& p : prune_checkpoints(checkpoints_.root, checkpoints_.retain, std::nullopt)) log_.warn("{}", p);
+    spool_janitor_->sweep_ended();
     finish_registration();
     return outcome_;
   }
@@ -189,6 +192,7 @@ private:
     ++restarts_;
     exhausted_sources_ = 0;
     if (latest_completed_) restore_from_ = *latest_completed_;
+    spool_janitor_->sweep_live(restore_from_);
     auto delay = restart_.delay_before(restarts_);
     log_.warn("restarting the job (attempt {} of {}) in {} ms from {}: {}", restarts_, restart_.max_attempts,
               delay.count(), restore_from_.empty() ? std::string("the beginning") : restore_from_.string(),
@@ -231,7 +235,8 @@ private:
                    "--attempt", std::to_string(attempt_)};
       if (!restore_from_.empty()) spec.args.insert(spec.args.end(), {"--restore", restore_from_.string()});
       if (checkpoints_.interval.count() > 0)
-        spec.args.insert(spec.args.end(), {"--spool-dir", (checkpoints_.root / "spool").string()});
+        spec.args.insert(spec.args.end(),
+                         {"--spool-dir", spool_janitor_->dir().string(), "--run-tag", outcome_.job_id});
       spec.args.insert(spec.args.end(), options_.worker_log_flags.begin(), options_.worker_log_flags.end());
       const pipeline::NodeSpec& head = job_.spec.nodes[chain.nodes.front()];
       spec.inherit_stdin = head.role == pipeline::NodeRole::Source && head.type == "stdin";
@@ -313,6 +318,7 @@ private:
     // Drained: every snapshot so far is behind what was published, and --resume from one
     // would publish it again.
     if (auto ok = mark_drained(checkpoints_.root); !ok) log_.warn("{}", ok.error());
+    spool_janitor_->sweep_drained();
   }
 
   // Handles what arrives within `timeout`. Returns false when the job has ended.
@@ -442,6 +448,7 @@ private:
     f.subtask = t.task->subtask;
     f.parallelism = chain.parallelism;
     f.bytes = static_cast<std::uint64_t>(m.get_int("bytes", 0));
+    f.spool_files = decode_spool_files(m.get("spool_files"));
     pending_->files[index] = std::move(f);
     if (++pending_->acked == tasks_.size()) complete_checkpoint();
   }
@@ -480,6 +487,7 @@ private:
     for (const auto& t : tasks_) send(t, commit);
     if (!p.savepoint)
       for (const auto& problem : prune_checkpoints(checkpoints_.root, checkpoints_.retain, std::nullopt)) log_.warn("{}", problem);
+    if (!p.savepoint) spool_janitor_->sweep_live(restore_from_);
     if (p.rescaled) {
       halt_workers();
       rescale_halted_ = p.started; // the sources stopped emitting at the savepoint's barrier
@@ -880,6 +888,7 @@ private:
   CheckpointSettings checkpoints_;
   RestartSettings restart_;
   std::unique_ptr<CheckpointDirLock> lock_;
+  std::unique_ptr<SpoolJanitor> spool_janitor_;
   std::string control_endpoint_;
   int attempt_ = 0;   // every start of workers: restarts and rescales; tells old messages apart
   int restarts_ = 0;  // restarts after failures, counted against [restart] max_attempts

@@ -8,7 +8,8 @@ using pipeline::NodeRole;
 
 TaskChain::TaskChain(const pipeline::PipelineSpec& spec, const pipeline::PhysicalPlan& plan,
                      const pipeline::Task& task, const operators::Registry& registry,
-                     state::FieldNames& names, Warn warn, std::filesystem::path spool_dir)
+                     state::FieldNames& names, Warn warn, std::filesystem::path spool_dir,
+                     std::string run_tag)
     : spec_(spec) {
   const pipeline::Chain& chain = plan.chains[static_cast<std::size_t>(task.chain)];
   node_indices_ = chain.nodes;
@@ -28,6 +29,7 @@ TaskChain::TaskChain(const pipeline::PipelineSpec& spec, const pipeline::Physica
     ctx.errors = errors_.back().get();
     ctx.checkpoint_dir = spool_dir;
     ctx.warn = warn;
+    ctx.run_tag = run_tag;
     // The planner ends a chain at a node whose late output is read, so only the tail has one.
     for (const auto& e : plan.edges)
       if (e.from_node == index && e.from_port == pipeline::kLateOutput) ctx.late_output = &late_;

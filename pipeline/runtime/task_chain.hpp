@@ -48,10 +48,11 @@ public:
   using Warn = operators::RecordErrorPolicy::Warn;
 
   // `spool_dir`: where sources that cannot seek keep what they read (empty: the job takes no
-  // checkpoints).
+  // checkpoints); `run_tag`: names the run in the files its attempts share
+  // (OperatorContext::run_tag).
   TaskChain(const pipeline::PipelineSpec& spec, const pipeline::PhysicalPlan& plan,
             const pipeline::Task& task, const operators::Registry& registry,
-            state::FieldNames& names, Warn warn, std::filesystem::path spool_dir = {});
+            state::FieldNames& names, Warn warn, std::filesystem::path spool_dir = {}, std::string run_tag = {});
 
   operators::Source* source() { return source_.get(); }
   bool has_sink() const { return sink_ != nullptr; }

@@ -1,6 +1,7 @@
 #include "pipeline/runtime/worker.hpp"
 
 #include <deque>
+#include <map>
 #include <fstream>
 #include <sstream>
 
@@ -16,6 +17,7 @@
 #include "pipeline/runtime/liveness_beacon.hpp"
 #include "pipeline/runtime/output_router.hpp"
 #include "pipeline/runtime/runtime_settings.hpp"
+#include "pipeline/runtime/spool_janitor.hpp"
 #include "pipeline/runtime/task_chain.hpp"
 #include "pipeline/runtime/watermark_tracker.hpp"
 #include "state/batch_codec.hpp"
@@ -128,7 +130,8 @@ private:
     task_ = job_->plan.tasks[static_cast<std::size_t>(options_.task)];
 
     auto warn = [this](const std::string& message) { log_.warn("{}", message); };
-    chain_ = std::make_unique<TaskChain>(job_->spec, job_->plan, task_, *registry_, names_, warn, options_.spool_dir);
+    chain_ = std::make_unique<TaskChain>(job_->spec, job_->plan, task_, *registry_, names_, warn, options_.spool_dir,
+                                         options_.run_tag);
     if (!options_.restore.empty()) {
       auto restore = CheckpointRestore::open(options_.restore);
       if (!restore) throw Error(ErrorKind::Snapshot, restore.error());
@@ -331,6 +334,8 @@ private:
     job.header.key_groups = chain_->key_groups();
     job.header.chain_nodes = chain_->node_names();
     job.segments = chain_->snapshot(barrier.checkpoint_id);
+    if (const operators::Source* source = chain_->source())
+      referenced_files_[barrier.checkpoint_id] = source->referenced_files();
     if (!snapshot_writer_) snapshot_writer_ = std::make_unique<AsyncSnapshotWriter>();
     snapshot_writer_->submit(std::move(job));
     router_->send_barrier(barrier);
@@ -342,15 +347,18 @@ private:
   void report_snapshots() {
     if (!snapshot_writer_) return;
     for (const auto& done : snapshot_writer_->take_completed()) {
+      auto files = referenced_files_.extract(done.checkpoint_id);
       if (!done.error.empty()) {
         send(transport::ControlMessage{"DECLINE", {}}
                  .set("checkpoint", std::to_string(done.checkpoint_id))
                  .set("message", done.error));
         continue;
       }
+      // The spool files the snapshot's source position needs, for the checkpoint's _metadata.
       send(transport::ControlMessage{"ACK", {}}
                .set("checkpoint", std::to_string(done.checkpoint_id))
                .set("file", done.file_name)
+               .set("spool_files", files ? encode_spool_files(files.mapped()) : std::string())
                .set("bytes", std::to_string(done.bytes))
                .set("raw_bytes", std::to_string(done.raw_bytes))
                .set("write_ms", std::to_string(static_cast<long long>(done.seconds * 1000))));
@@ -481,6 +489,7 @@ private:
   };
   std::deque<Trigger> triggers_;
   std::unique_ptr<AsyncSnapshotWriter> snapshot_writer_;
+  std::map<std::uint64_t, std::vector<std::string>> referenced_files_; // by checkpoint, until reported
   std::unique_ptr<LivenessBeacon> beacon_;
   std::unique_ptr<WatermarkTracker> watermarks_;
   std::unique_ptr<BarrierAligner> aligner_;

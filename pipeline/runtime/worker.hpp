@@ -21,6 +21,7 @@ struct WorkerOptions {
   int attempt = 0;                // which start of the job this is (0, then one per restart)
   std::filesystem::path restore;   // a checkpoint or savepoint to start from; empty: fresh
   std::filesystem::path spool_dir; // where stdin is spooled; empty: the job takes no checkpoints
+  std::string run_tag;             // names the run in spool files (the job id)
 };
 
 // Returns the process exit code: 0 finished (or halted after a savepoint), 1 failed (FAILED
