@@ -24,6 +24,7 @@
 #include "pipeline/runtime/checkpoint_settings.hpp"
 #include "pipeline/runtime/child_process.hpp"
 #include "pipeline/runtime/job_metrics.hpp"
+#include "pipeline/runtime/host_limits.hpp"
 #include "pipeline/runtime/job_registry.hpp"
 #include "pipeline/runtime/signal_channel.hpp"
 #include "state/error.hpp"
@@ -102,7 +103,9 @@ public:
     registration_->write_pipeline(job_.text, job_.overrides);
     registration_->write_run_options({{"transport", options_.transport},
                                       {"savepoint_on_exit", options_.savepoint_on_exit ? "1" : "0"},
-                                      {"allow_non_restored_state", options_.allow_non_restored_state ? "1" : "0"}});
+                                      {"allow_non_restored_state", options_.allow_non_restored_state ? "1" : "0"},
+                                      {"max_workers", std::to_string(options_.worker_limits.per_job)},
+                                      {"max_host_workers", std::to_string(options_.worker_limits.per_host)}});
     if (options_.on_registered) options_.on_registered(outcome_.job_id, registration_->dir());
 
     control_.set(zmq::sockopt::linger, 0);
@@ -649,6 +652,7 @@ private:
       operators::Registry registry;
       operators::register_builtin_types(registry);
       next = load_job_text(job_.text, job_.spec.file.string(), job_.spec.base_dir, all, registry);
+      enforce_worker_limits(*next, options_.worker_limits);
     } catch (const Error& e) {
       return refuse_request(std::string("the new parallelism does not make a valid job:\n") + e.what());
     }
