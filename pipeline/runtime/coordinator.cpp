@@ -86,6 +86,14 @@ public:
       : job_(job), options_(options), log_(log), control_(context_, zmq::socket_type::router) {}
 
   ~Coordinator() {
+    // An exception ended run() before job.json was written (cannot bind, cannot fork): keep a
+    // record of the job whose id `run --detach` printed; otherwise its directory goes.
+    if (registration_ && options_.on_registered && !registration_->published()) {
+      try {
+        registration_->update("failed", {});
+      } catch (const std::exception&) {
+      }
+    }
     tasks_.clear(); // kills and reaps any worker still running
     control_.close();
   }

@@ -121,7 +121,8 @@ std::optional<NodeDraft> check_node(Checker& c, NodeRole role, const toml::key& 
   d.name_where = c.pos(name);
   if (d.spec.where.line == 0) d.spec.where = d.name_where;
   if (!is_valid_name(d.spec.name))
-    c.error(d.name_where, "bad " + role_word + " name '" + d.spec.name + "': use " + name_rule);
+    c.error(d.name_where, name_too_long(role_word + " name", d.spec.name)
+                              .value_or("bad " + role_word + " name '" + d.spec.name + "': use " + name_rule));
 
   std::vector<std::string> type_names;
   for (const auto& s : schemas) type_names.push_back(s.type);
@@ -184,7 +185,8 @@ std::optional<NodeDraft> check_node(Checker& c, NodeRole role, const toml::key& 
     d.late_output_where = c.pos(*late);
     if (!is_valid_name(*d.graph.late_output))
       c.error(d.late_output_where,
-              "bad late output name '" + *d.graph.late_output + "': use " + name_rule);
+              name_too_long("late output name", *d.graph.late_output)
+                  .value_or("bad late output name '" + *d.graph.late_output + "': use " + name_rule));
   }
   return d;
 }

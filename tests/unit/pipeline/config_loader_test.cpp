@@ -828,3 +828,16 @@ TEST_CASE("a pipeline file larger than the limit is refused before it is read wh
   CHECK_THAT(zero.diagnostics.items()[0].message, Catch::StartsWith("the pipeline file is larger than 1 MiB"));
   std::filesystem::remove_all(dir);
 }
+
+// Issue 7, finding 6: names become directory names; one too long for them validated, then
+// `run` failed.
+TEST_CASE("job and node names are at most 128 characters", "[config][limits]") {
+  CHECK(load("name = \"" + std::string(128, 'a') + "\"" + valid_head.substr(valid_head.find('\n'))).spec);
+  auto r = load("name = \"" + std::string(200, 'a') + "\"" + valid_head.substr(valid_head.find('\n')));
+  CHECK_DIAG(r, "p.toml:1:8",
+             "the job 'name' 'aaaaaaaaaaaaaaaaaaaaaaaa...' is 200 characters long, above the limit of 128 "
+             "(it becomes a file name): shorten it");
+  auto node = load(valid_head + "[operators." + std::string(129, 'o') +
+                   "]\ntype = \"filter\"\ninputs = [\"ok\"]\nwhere = \"true\"\n");
+  CHECK_DIAG(node, "p.toml:12:12", "operator name 'oooooooooooooooooooooooo...' is 129 characters long");
+}
