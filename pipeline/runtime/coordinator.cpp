@@ -251,7 +251,7 @@ private:
 
   std::map<std::string, int> pids() const {
     std::map<std::string, int> out;
-    for (const auto& t : tasks_) out[t.label] = t.process->pid();
+    for (const auto& t : tasks_) out[t.label] = t.process->running() ? t.process->pid() : 0; // 0: exited
     return out;
   }
 
