@@ -1,6 +1,8 @@
 #include "pipeline/spec/node_check.hpp"
 
 #include <algorithm>
+#include <string>
+#include <unordered_set>
 
 #include "pipeline/spec/top_level_schema.hpp"
 
@@ -48,6 +50,8 @@ void check_inputs(Checker& c, const toml::table& table, const Owner& owner, bool
     c.error(c.pos(it->second), "'inputs' of " + owner.base + " must name at least one node");
     d.graph.inputs_reported = true;
   }
+  // A set, not a search of the list: a sink may have thousands of inputs.
+  std::unordered_set<std::string> seen;
   for (std::size_t k = 0; k < array->size(); ++k) {
     const toml::node& element = (*array)[k];
     auto s = element.as_string();
@@ -56,7 +60,7 @@ void check_inputs(Checker& c, const toml::table& table, const Owner& owner, bool
       d.graph.inputs_reported = true;
       continue;
     }
-    if (std::find(d.spec.inputs.begin(), d.spec.inputs.end(), s->get()) != d.spec.inputs.end()) {
+    if (!seen.insert(s->get()).second) {
       c.error(c.pos(element), "input '" + s->get() + "' of " + owner.base + " is listed twice");
       continue;
     }
