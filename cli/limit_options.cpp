@@ -6,7 +6,8 @@
 
 namespace streamctl::cli {
 
-pipeline::WorkerLimits LimitOptions::worker_limits(const std::optional<std::filesystem::path>& state_dir) const {
+pipeline::WorkerLimits
+LimitOptions::worker_limits(const std::optional<std::filesystem::path>& state_dir) const {
   pipeline::WorkerLimits limits = runtime::default_worker_limits();
   if (max_workers > 0) limits.per_job = max_workers;
   if (max_host_workers > 0) {
@@ -24,9 +25,10 @@ void add_limit_options(CLI::App* cmd, LimitOptions& options) {
   cmd->add_option("--max-workers", options.max_workers,
                   "refuse a job of more worker processes than N (default 1024)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--max-host-workers", options.max_host_workers,
-                  "refuse a job when its workers and those of the other jobs running on this host under the "
-                  "state dir exceed N (default: 64 per CPU, within memory and ulimit -u)")
+  cmd->add_option(
+         "--max-host-workers", options.max_host_workers,
+         "refuse a job when its workers and those of the other jobs running on this host under the "
+         "state dir exceed N (default: 64 per CPU, within memory and ulimit -u)")
       ->check(CLI::PositiveNumber);
 }
 

@@ -23,7 +23,8 @@ struct LimitOptions {
 
   // The limits to check: the flags over the defaults. With `state_dir`, the workers of the jobs
   // running there count against the per-host limit (run); without, a check of the job alone.
-  pipeline::WorkerLimits worker_limits(const std::optional<std::filesystem::path>& state_dir = {}) const;
+  pipeline::WorkerLimits
+  worker_limits(const std::optional<std::filesystem::path>& state_dir = {}) const;
 };
 
 // --max-pipeline-size, --max-workers, --max-host-workers.

@@ -27,7 +27,8 @@ pipeline::WorkerLimits default_worker_limits() {
                        (cpus == 1 ? " CPU" : " CPUs");
   long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGESIZE);
   if (pages > 0 && page_size > 0) {
-    std::size_t by_memory = static_cast<std::size_t>(pages) / (kBytesPerWorker / static_cast<std::size_t>(page_size));
+    std::size_t by_memory =
+        static_cast<std::size_t>(pages) / (kBytesPerWorker / static_cast<std::size_t>(page_size));
     if (by_memory < per_host) {
       per_host = by_memory;
       origin = "one per " + std::to_string(kBytesPerWorker >> 20) + " MiB of memory";
@@ -63,7 +64,8 @@ void enforce_worker_limits(const LoadedJob& job, const pipeline::WorkerLimits& l
   auto problems = pipeline::check_worker_limits(job.spec, job.plan, limits);
   if (problems.empty()) return;
   std::string message;
-  for (const auto& d : problems) message += (message.empty() ? "" : "\n") + d.to_string();
+  for (const auto& d : problems)
+    message += (message.empty() ? "" : "\n") + d.to_string();
   throw Error(ErrorKind::Usage, message);
 }
 

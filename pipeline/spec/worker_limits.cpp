@@ -17,7 +17,8 @@ SourcePos pos_of(const toml::node& value, const PipelineSpec& spec) {
 // the file, or a -p/--set override), else nowhere (0:0).
 std::optional<SourcePos> parallelism_source(const PipelineSpec& spec, const Chain& chain) {
   for (std::size_t k : chain.nodes)
-    if (const toml::node* v = spec.nodes[k].config.get("parallelism"); v && v->source().begin.line > 0)
+    if (const toml::node* v = spec.nodes[k].config.get("parallelism");
+        v && v->source().begin.line > 0)
       return pos_of(*v, spec);
   if (const toml::node* v = spec.root.get("parallelism"); v && v->source().begin.line > 0)
     return pos_of(*v, spec);
@@ -56,20 +57,23 @@ Diagnostics check_worker_limits(const PipelineSpec& spec, const PhysicalPlan& pl
   const std::size_t needed = plan.tasks.size();
   if (needed > limits.per_job) {
     auto [where, what] = cause(spec, plan, limits.per_job);
-    out.add(where, "the job needs " + std::to_string(needed) + " worker processes, above the limit of " +
-                       std::to_string(limits.per_job) + " per job (" + what +
+    out.add(where, "the job needs " + std::to_string(needed) +
+                       " worker processes, above the limit of " + std::to_string(limits.per_job) +
+                       " per job (" + what +
                        "); raise the limit with --max-workers N, or lower the parallelism");
   }
   if (needed + limits.running_elsewhere > limits.per_host) {
-    std::size_t room = limits.per_host > limits.running_elsewhere ? limits.per_host - limits.running_elsewhere : 0;
+    std::size_t room =
+        limits.per_host > limits.running_elsewhere ? limits.per_host - limits.running_elsewhere : 0;
     auto [where, what] = cause(spec, plan, room);
-    std::string others = limits.running_elsewhere == 0
-                             ? std::string()
-                             : " and other jobs run " + std::to_string(limits.running_elsewhere) + " here";
+    std::string others =
+        limits.running_elsewhere == 0
+            ? std::string()
+            : " and other jobs run " + std::to_string(limits.running_elsewhere) + " here";
     std::string origin = limits.per_host_origin.empty() ? "" : limits.per_host_origin + "; ";
     out.add(where, "the job needs " + std::to_string(needed) + " worker processes" + others +
-                       ", above the limit of " + std::to_string(limits.per_host) + " per host (" + origin +
-                       what + "); raise the limit with --max-host-workers N");
+                       ", above the limit of " + std::to_string(limits.per_host) + " per host (" +
+                       origin + what + "); raise the limit with --max-host-workers N");
   }
   return out;
 }

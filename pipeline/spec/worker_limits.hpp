@@ -25,8 +25,8 @@ inline constexpr std::size_t kDefaultMaxWorkersPerJob = 1024;
 struct WorkerLimits {
   std::size_t per_job = kDefaultMaxWorkersPerJob;
   std::size_t per_host = kDefaultMaxWorkersPerJob;
-  std::string per_host_origin;        // why per_host is what it is: "64 per CPU, 2 CPUs"
-  std::size_t running_elsewhere = 0;  // workers of other jobs on this host, counted by run
+  std::string per_host_origin;       // why per_host is what it is: "64 per CPU, 2 CPUs"
+  std::size_t running_elsewhere = 0; // workers of other jobs on this host, counted by run
 };
 
 // One diagnostic per limit the plan exceeds, placed where the count comes from: the

@@ -43,7 +43,8 @@ pipeline::PipelineSpec spec_named(const std::string& name) {
 TEST_CASE("socket paths fit a Unix socket whatever the job name's length", "[job_registry]") {
   TempDir state;
   for (std::size_t length : {1, 56, 60, 128}) {
-    runtime::JobRegistration job(state.path / std::string(100, 'd'), spec_named(std::string(length, 'n')));
+    runtime::JobRegistration job(state.path / std::string(100, 'd'),
+                                 spec_named(std::string(length, 'n')));
     INFO("name of " << length << " characters: " << job.socket_dir());
     CHECK((job.socket_dir() / "task-4294967295-4294967295.sock").string().size() <= 107);
     CHECK(fs::is_directory(job.socket_dir()));
@@ -54,7 +55,8 @@ TEST_CASE("a job that never wrote job.json leaves no directory behind", "[job_re
   TempDir state;
   fs::path job_dir, socket_dir;
   {
-    runtime::JobRegistration job(state.path / std::string(100, 'd'), spec_named(std::string(60, 'n')));
+    runtime::JobRegistration job(state.path / std::string(100, 'd'),
+                                 spec_named(std::string(60, 'n')));
     job_dir = job.dir();
     socket_dir = job.socket_dir();
     job.write_pipeline("name = \"x\"\n", {});

@@ -14,10 +14,12 @@ namespace {
 runtime::LoadedJob load(const std::string& text, std::vector<std::string> overrides = {}) {
   operators::Registry registry;
   operators::register_builtin_types(registry);
-  return runtime::load_job_text(text, "w.toml", std::filesystem::current_path(), overrides, registry);
+  return runtime::load_job_text(text, "w.toml", std::filesystem::current_path(), overrides,
+                                registry);
 }
 
-pipeline::WorkerLimits limits(std::size_t per_job, std::size_t per_host, std::size_t elsewhere = 0) {
+pipeline::WorkerLimits limits(std::size_t per_job, std::size_t per_host,
+                              std::size_t elsewhere = 0) {
   pipeline::WorkerLimits l;
   l.per_job = per_job;
   l.per_host = per_host;
@@ -54,7 +56,8 @@ TEST_CASE("too many workers per job points at the parallelism that causes it", "
   auto found = pipeline::check_worker_limits(job.spec, job.plan, limits(1024, 100000));
   REQUIRE(found.size() == 1);
   CHECK(found.items()[0].to_string() ==
-        "w.toml:3:15: the job needs 32771 worker processes, above the limit of 1024 per job (chain 'g' has "
+        "w.toml:3:15: the job needs 32771 worker processes, above the limit of 1024 per job (chain "
+        "'g' has "
         "parallelism 32768); raise the limit with --max-workers N, or lower the parallelism");
 }
 
@@ -70,7 +73,8 @@ TEST_CASE("too many chains of parallelism 1 point at the node past the limit", "
   std::string text = "name = \"m\"\n[sources.g]\ntype = \"generator\"\n";
   std::string inputs;
   for (int k = 0; k < 10; ++k) {
-    text += "[operators.f" + std::to_string(k) + "]\ntype = \"filter\"\ninputs = [\"g\"]\nwhere = \"true\"\n";
+    text += "[operators.f" + std::to_string(k) +
+            "]\ntype = \"filter\"\ninputs = [\"g\"]\nwhere = \"true\"\n";
     inputs += (k ? ", \"f" : "\"f") + std::to_string(k) + "\"";
   }
   text += "[sinks.out]\ntype = \"stdout\"\ninputs = [" + inputs + "]\n";
@@ -78,18 +82,21 @@ TEST_CASE("too many chains of parallelism 1 point at the node past the limit", "
   REQUIRE(job.plan.tasks.size() == 12);
   auto found = pipeline::check_worker_limits(job.spec, job.plan, limits(5, 100));
   REQUIRE(found.size() == 1);
-  CHECK_THAT(found.items()[0].message, Catch::Contains("12 chains of nodes that do not fuse; operator 'f4' "
-                                                       "starts worker 6"));
+  CHECK_THAT(found.items()[0].message,
+             Catch::Contains("12 chains of nodes that do not fuse; operator 'f4' "
+                             "starts worker 6"));
   CHECK(found.items()[0].where.line == 20); // [operators.f4]
 }
 
-TEST_CASE("the per-host limit counts the workers of other jobs and names its flag", "[worker_limits]") {
+TEST_CASE("the per-host limit counts the workers of other jobs and names its flag",
+          "[worker_limits]") {
   auto job = load(kWide, {"parallelism=4"});
   CHECK(pipeline::check_worker_limits(job.spec, job.plan, limits(100, 10, 3)).empty());
   auto found = pipeline::check_worker_limits(job.spec, job.plan, limits(100, 10, 4));
   REQUIRE(found.size() == 1);
   CHECK_THAT(found.items()[0].message,
-             Catch::StartsWith("the job needs 7 worker processes and other jobs run 4 here, above the limit "
-                               "of 10 per host (test; chain 'g' has parallelism 4); raise the limit with "
-                               "--max-host-workers N"));
+             Catch::StartsWith(
+                 "the job needs 7 worker processes and other jobs run 4 here, above the limit "
+                 "of 10 per host (test; chain 'g' has parallelism 4); raise the limit with "
+                 "--max-host-workers N"));
 }
