@@ -2,6 +2,8 @@
 #include <iostream>
 
 #include "cli/context.hpp"
+#include "cli/limit_options.hpp"
+#include "pipeline/runtime/host_limits.hpp"
 #include "pipeline/runtime/job_loader.hpp"
 #include "pipeline/spec/graph_render.hpp"
 
@@ -15,6 +17,7 @@ void add_graph_command(CLI::App& app, Context& ctx) {
     std::string format = "text";
     int parallelism = 0;
     std::vector<std::string> overrides;
+    LimitOptions limits;
   };
   auto o = std::make_shared<Options>();
   cmd->add_option("FILE", o->file, "the pipeline file")->required();
@@ -22,11 +25,13 @@ void add_graph_command(CLI::App& app, Context& ctx) {
   cmd->add_option("-p,--parallelism", o->parallelism, "default parallelism of every node, as for run")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--set", o->overrides, "override a pipeline value: dotted.key=VALUE (repeatable)");
+  add_limit_options(cmd, o->limits);
   cmd->callback([&ctx, o] {
     ctx.configure_logging("streamctl");
     auto overrides = o->overrides;
     if (o->parallelism > 0) overrides.push_back("parallelism=" + std::to_string(o->parallelism));
-    auto job = runtime::load_job(o->file, overrides, ctx.registry);
+    auto job = runtime::load_job(o->file, overrides, ctx.registry, o->limits.max_pipeline_size);
+    runtime::enforce_worker_limits(job, o->limits.worker_limits());
     auto format = o->format == "dot"    ? pipeline::GraphFormat::Dot
                   : o->format == "json" ? pipeline::GraphFormat::Json
                                         : pipeline::GraphFormat::Text;

@@ -1,4 +1,5 @@
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -7,6 +8,7 @@
 #include "cli/detach.hpp"
 #include "pipeline/runtime/checkpoint_metadata.hpp"
 #include "pipeline/runtime/coordinator.hpp"
+#include "pipeline/runtime/host_limits.hpp"
 #include "pipeline/runtime/job_directory.hpp"
 
 namespace streamctl::cli {
@@ -45,6 +47,8 @@ void add_restart_command(CLI::App& app, Context& ctx) {
 
     runtime::RunOptions options;
     options.state_dir = ctx.state_dir();
+    // The limits the job ran with (run_options; the defaults for jobs of older releases).
+    options.worker_limits = runtime::default_worker_limits();
     options.self_executable = self_executable();
     options.worker_log_flags = ctx.worker_log_flags();
     options.reuse_job_id = entry.id;
@@ -57,7 +61,16 @@ void add_restart_command(CLI::App& app, Context& ctx) {
       if (name == "transport" && (value == "ipc" || value == "tcp")) options.transport = value;
       if (name == "savepoint_on_exit") options.savepoint_on_exit = value == "1";
       if (name == "allow_non_restored_state") options.allow_non_restored_state = value == "1";
+      if (name == "max_workers" || name == "max_host_workers") {
+        char* end = nullptr;
+        unsigned long long n = std::strtoull(value.c_str(), &end, 10);
+        if (end && *end == '\0' && n > 0)
+          (name == "max_workers" ? options.worker_limits.per_job : options.worker_limits.per_host) = n;
+      }
     }
+    auto here = options.worker_limits;
+    here.running_elsewhere = runtime::workers_running(options.state_dir);
+    runtime::enforce_worker_limits(loaded, here);
     std::optional<std::filesystem::path> from;
     // The last checkpoint while it exists, even damaged: the restore then refuses it (exit 3)
     // rather than going back to an older one, which could publish output twice.

@@ -4,6 +4,8 @@
 
 #include "cli/context.hpp"
 #include "cli/detach.hpp"
+#include "cli/limit_options.hpp"
+#include "pipeline/runtime/host_limits.hpp"
 #include "pipeline/runtime/checkpoint_metadata.hpp"
 #include "pipeline/runtime/coordinator.hpp"
 
@@ -27,6 +29,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
     bool resume = false;
     bool savepoint_on_exit = false;
     bool allow_non_restored_state = false;
+    LimitOptions limits;
   };
   auto o = std::make_shared<Options>();
   cmd->add_option("FILE", o->file, "the pipeline file")->required();
@@ -46,13 +49,18 @@ void add_run_command(CLI::App& app, Context& ctx) {
                 "in it for the next --resume");
   cmd->add_flag("--allow-non-restored-state", o->allow_non_restored_state,
                 "restore even when the savepoint holds state of nodes the pipeline no longer has (dropped)");
+  add_limit_options(cmd, o->limits);
   cmd->callback([&ctx, o] {
     ctx.configure_logging("streamctl");
     auto overrides = o->overrides;
     if (o->parallelism > 0) overrides.push_back("parallelism=" + std::to_string(o->parallelism));
-    auto job = runtime::load_job(o->file, overrides, ctx.registry);
+    auto job = runtime::load_job(o->file, overrides, ctx.registry, o->limits.max_pipeline_size);
     runtime::RunOptions options;
     options.state_dir = ctx.state_dir();
+    options.worker_limits = o->limits.worker_limits();
+    // Nothing is started when the job, with the jobs already running here, is too large.
+    auto here = o->limits.worker_limits(options.state_dir);
+    runtime::enforce_worker_limits(job, here);
     options.self_executable = self_executable();
     options.transport = o->transport;
     options.worker_log_flags = ctx.worker_log_flags();

@@ -77,7 +77,11 @@ void add_status_command(CLI::App& app, Context& ctx) {
       std::cout << "  last checkpoint: " << (last_checkpoint.empty() ? "none" : last_checkpoint) << "\n";
       if (entry.state == "running") print_operators(operators);
       else
-        for (const auto& t : entry.tasks) std::cout << "  " << t.task << ": pid " << t.pid << " on " << t.host << "\n";
+        for (const auto& t : entry.tasks) {
+          // A worker that has exited shows no pid: the number may name another process now.
+          if (runtime::process_alive(t.pid)) std::cout << "  " << t.task << ": pid " << t.pid << " on " << t.host << "\n";
+          else std::cout << "  " << t.task << ": exited\n";
+        }
     }
     ctx.exit_code = 0;
   });

@@ -2,6 +2,8 @@
 #include <iostream>
 
 #include "cli/context.hpp"
+#include "cli/limit_options.hpp"
+#include "pipeline/runtime/host_limits.hpp"
 #include "pipeline/runtime/test_runner.hpp"
 
 namespace streamctl::cli {
@@ -14,16 +16,19 @@ void add_test_command(CLI::App& app, Context& ctx) {
     std::string file;
     int parallelism = 0;
     std::vector<std::string> overrides;
+    LimitOptions limits;
   };
   auto o = std::make_shared<Options>();
   cmd->add_option("FILE", o->file, "the pipeline file")->required();
   cmd->add_option("-p,--parallelism", o->parallelism, "default parallelism of every node")->check(CLI::PositiveNumber);
   cmd->add_option("--set", o->overrides, "override a pipeline value: dotted.key=VALUE (repeatable)");
+  add_limit_options(cmd, o->limits);
   cmd->callback([&ctx, o] {
     ctx.configure_logging("streamctl");
     auto overrides = o->overrides;
     if (o->parallelism > 0) overrides.push_back("parallelism=" + std::to_string(o->parallelism));
-    auto job = runtime::load_job(o->file, overrides, ctx.registry);
+    auto job = runtime::load_job(o->file, overrides, ctx.registry, o->limits.max_pipeline_size);
+    runtime::enforce_worker_limits(job, o->limits.worker_limits(ctx.state_dir()));
     if (job.spec.tests.empty()) {
       std::cerr << o->file << ": no [[test]] cases\n";
       ctx.exit_code = 2;

@@ -2,6 +2,8 @@
 #include <iostream>
 
 #include "cli/context.hpp"
+#include "cli/limit_options.hpp"
+#include "pipeline/runtime/host_limits.hpp"
 #include "pipeline/runtime/job_loader.hpp"
 
 namespace streamctl::cli {
@@ -10,11 +12,15 @@ void add_validate_command(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("validate", "Check a pipeline file; print every problem as FILE:LINE:COL: message");
   auto file = std::make_shared<std::string>();
   auto overrides = std::make_shared<std::vector<std::string>>();
+  auto limits = std::make_shared<LimitOptions>();
   cmd->add_option("FILE", *file, "the pipeline file")->required();
   cmd->add_option("--set", *overrides, "override a pipeline value: dotted.key=VALUE (repeatable)");
-  cmd->callback([&ctx, file, overrides] {
+  add_limit_options(cmd, *limits);
+  cmd->callback([&ctx, file, overrides, limits] {
     ctx.configure_logging("streamctl");
-    auto job = runtime::load_job(*file, *overrides, ctx.registry);
+    auto job = runtime::load_job(*file, *overrides, ctx.registry, limits->max_pipeline_size);
+    // What `run` would refuse is not "ok"; other jobs that may be running then are not counted.
+    runtime::enforce_worker_limits(job, limits->worker_limits());
     if (!ctx.global.quiet)
       std::cerr << *file << ": ok (" << job.spec.nodes.size() << " nodes, " << job.plan.tasks.size()
                 << (job.plan.tasks.size() == 1 ? " worker process)\n" : " worker processes)\n");

@@ -24,6 +24,7 @@
 #include "pipeline/runtime/checkpoint_settings.hpp"
 #include "pipeline/runtime/child_process.hpp"
 #include "pipeline/runtime/job_metrics.hpp"
+#include "pipeline/runtime/host_limits.hpp"
 #include "pipeline/runtime/job_registry.hpp"
 #include "pipeline/runtime/signal_channel.hpp"
 #include "pipeline/runtime/spool_janitor.hpp"
@@ -86,6 +87,14 @@ public:
       : job_(job), options_(options), log_(log), control_(context_, zmq::socket_type::router) {}
 
   ~Coordinator() {
+    // An exception ended run() before job.json was written (cannot bind, cannot fork): keep a
+    // record of the job whose id `run --detach` printed; otherwise its directory goes.
+    if (registration_ && options_.on_registered && !registration_->published()) {
+      try {
+        registration_->update("failed", {});
+      } catch (const std::exception&) {
+      }
+    }
     tasks_.clear(); // kills and reaps any worker still running
     control_.close();
   }
@@ -104,7 +113,9 @@ public:
     registration_->write_pipeline(job_.text, job_.overrides);
     registration_->write_run_options({{"transport", options_.transport},
                                       {"savepoint_on_exit", options_.savepoint_on_exit ? "1" : "0"},
-                                      {"allow_non_restored_state", options_.allow_non_restored_state ? "1" : "0"}});
+                                      {"allow_non_restored_state", options_.allow_non_restored_state ? "1" : "0"},
+                                      {"max_workers", std::to_string(options_.worker_limits.per_job)},
+                                      {"max_host_workers", std::to_string(options_.worker_limits.per_host)}});
     if (options_.on_registered) options_.on_registered(outcome_.job_id, registration_->dir());
 
     control_.set(zmq::sockopt::linger, 0);
@@ -248,7 +259,7 @@ private:
 
   std::map<std::string, int> pids() const {
     std::map<std::string, int> out;
-    for (const auto& t : tasks_) out[t.label] = t.process->pid();
+    for (const auto& t : tasks_) out[t.label] = t.process->running() ? t.process->pid() : 0; // 0: exited
     return out;
   }
 
@@ -665,6 +676,7 @@ private:
       operators::Registry registry;
       operators::register_builtin_types(registry);
       next = load_job_text(job_.text, job_.spec.file.string(), job_.spec.base_dir, all, registry);
+      enforce_worker_limits(*next, options_.worker_limits);
     } catch (const Error& e) {
       return refuse_request(std::string("the new parallelism does not make a valid job:\n") + e.what());
     }

@@ -14,6 +14,7 @@
 #include <spdlog/logger.h>
 
 #include "pipeline/runtime/job_loader.hpp"
+#include "pipeline/spec/worker_limits.hpp"
 
 namespace streamctl::runtime {
 
@@ -30,6 +31,9 @@ struct RunOptions {
   bool allow_non_restored_state = false;
   // At the end of bounded input, take a savepoint instead of draining (--savepoint-on-exit).
   bool savepoint_on_exit = false;
+  // The worker limits the job was run with (--max-workers, --max-host-workers): a rescale
+  // beyond them is refused; run_options keeps them for `restart JOB`.
+  pipeline::WorkerLimits worker_limits;
   // `streamctl restart JOB`: run under that job's id (its directory exists) instead of a new one.
   std::string reuse_job_id;
 };

@@ -15,8 +15,6 @@ namespace streamctl::runtime {
 
 namespace {
 
-bool process_alive(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
-
 std::string string_of(const state::Value* v) {
   return v && v->kind == state::Kind::String ? std::string(v->s, v->size) : std::string();
 }
@@ -66,6 +64,8 @@ std::optional<JobEntry> read_job(const std::filesystem::path& dir) {
 }
 
 } // namespace
+
+bool process_alive(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
 
 std::vector<JobEntry> list_jobs(const std::filesystem::path& state_dir) {
   std::vector<JobEntry> jobs;

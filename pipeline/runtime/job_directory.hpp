@@ -11,7 +11,7 @@ namespace streamctl::runtime {
 struct JobTaskEntry {
   std::string task; // "clicks -> ok[1]"
   std::string host;
-  long pid = 0;
+  long pid = 0; // 0: no process (the worker has exited)
 };
 
 struct JobEntry {
@@ -31,6 +31,9 @@ struct JobEntry {
   std::vector<JobTaskEntry> tasks;
   std::filesystem::path dir;
 };
+
+// Whether a process of this pid exists (a dead worker's pid may be another process's later).
+bool process_alive(long pid);
 
 // Every job of the state dir, oldest first; unreadable entries are skipped.
 std::vector<JobEntry> list_jobs(const std::filesystem::path& state_dir);

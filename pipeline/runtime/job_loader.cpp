@@ -1,7 +1,5 @@
 #include "pipeline/runtime/job_loader.hpp"
 
-#include <fstream>
-#include <sstream>
 
 #include "operators/record_error_policy.hpp"
 #include "pipeline/spec/expression.hpp"
@@ -73,12 +71,11 @@ LoadedJob finish_loading(pipeline::LoadResult result, const operators::Registry&
 } // namespace
 
 LoadedJob load_job(const std::filesystem::path& file, const std::vector<std::string>& overrides,
-                   const operators::Registry& registry) {
-  auto result = pipeline::load_pipeline(file, overrides, catalog_of(registry));
-  std::ifstream in(file);
-  std::stringstream text;
-  text << in.rdbuf();
-  return finish_loading(std::move(result), registry, text.str(), overrides);
+                   const operators::Registry& registry, std::size_t max_file_bytes) {
+  // The text the spec was built from, read once: a second read of a pipe would find it empty.
+  auto result = pipeline::load_pipeline(file, overrides, catalog_of(registry), max_file_bytes);
+  std::string text = std::move(result.text);
+  return finish_loading(std::move(result), registry, std::move(text), overrides);
 }
 
 LoadedJob load_job_text(const std::string& text, const std::string& display_name,

@@ -26,8 +26,10 @@ pipeline::SchemaCatalog catalog_of(const operators::Registry& registry);
 
 // Throw streamctl::Error(Usage) whose message is every problem, one "FILE:LINE:COL: message"
 // per line.
+// The file is read once, at most `max_file_bytes` of it (config_loader.hpp).
 LoadedJob load_job(const std::filesystem::path& file, const std::vector<std::string>& overrides,
-                   const operators::Registry& registry);
+                   const operators::Registry& registry,
+                   std::size_t max_file_bytes = pipeline::kDefaultMaxPipelineBytes);
 LoadedJob load_job_text(const std::string& text, const std::string& display_name,
                         const std::filesystem::path& base_dir, const std::vector<std::string>& overrides,
                         const operators::Registry& registry);

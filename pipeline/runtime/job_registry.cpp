@@ -4,7 +4,10 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <optional>
 #include <random>
+#include <string_view>
+#include <cstdlib>
 #include <unistd.h>
 
 #include "state/error.hpp"
@@ -25,6 +28,24 @@ std::string utc_now(const char* format) {
 
 using state::json_string;
 
+// The longest name put into the socket directory: task-ID-ATTEMPT.sock (worker.cpp), with
+// ID and ATTEMPT as large as they get.
+constexpr std::string_view kLongestSocketName = "task-4294967295-4294967295.sock";
+// sun_path of a Unix socket holds 107 bytes and a NUL.
+constexpr std::size_t kMaxSocketPath = 107;
+
+bool fits_socket_names(const std::filesystem::path& dir) {
+  return dir.string().size() + 1 + kLongestSocketName.size() <= kMaxSocketPath;
+}
+
+// A new private directory "streamctl-XXXXXX" under `parent` (mkdtemp: mode 0700, a name no
+// one could have planted), or nullopt.
+std::optional<std::filesystem::path> make_temp_dir(const std::filesystem::path& parent) {
+  std::string pattern = (parent / "streamctl-XXXXXX").string();
+  if (!fits_socket_names(pattern) || ::mkdtemp(pattern.data()) == nullptr) return std::nullopt;
+  return std::filesystem::path(pattern);
+}
+
 } // namespace
 
 JobRegistration::JobRegistration(const std::filesystem::path& state_dir, const pipeline::PipelineSpec& spec,
@@ -37,15 +58,53 @@ JobRegistration::JobRegistration(const std::filesystem::path& state_dir, const p
   id_ = reuse_id.empty() ? spec.name + "-" + utc_now("%Y%m%d-%H%M%S") + "-" + suffix : reuse_id;
   dir_ = state_dir / "jobs" / id_;
   std::error_code ec;
+  created_dir_ = reuse_id.empty() && !std::filesystem::exists(dir_, ec);
   std::filesystem::create_directories(dir_, ec);
   if (ec)
     throw Error(ErrorKind::Usage, "cannot create the job directory '" + dir_.string() + "': " + ec.message() +
                                       " (set --state-dir or STREAMCTL_STATE_DIR)");
+  try {
+    make_socket_dir();
+  } catch (...) {
+    discard_unpublished();
+    throw;
+  }
+}
+
+JobRegistration::~JobRegistration() {
+  remove_sockets();
+  discard_unpublished();
+}
+
+void JobRegistration::make_socket_dir() {
+  // The socket names must fit a Unix socket's 107 bytes whatever the job's name and the state
+  // dir's depth: inside the job directory when they fit, else a short private directory.
   socket_dir_ = dir_ / "sock";
-  if ((socket_dir_ / "task-99999.sock").string().size() > 100)
-    socket_dir_ = std::filesystem::temp_directory_path() / ("streamctl-" + id_);
-  std::filesystem::create_directories(socket_dir_, ec);
-  if (ec) throw Error(ErrorKind::Usage, "cannot create '" + socket_dir_.string() + "': " + ec.message());
+  std::error_code ec;
+  if (fits_socket_names(socket_dir_)) {
+    std::filesystem::create_directories(socket_dir_, ec);
+    if (ec) throw Error(ErrorKind::Usage, "cannot create '" + socket_dir_.string() + "': " + ec.message());
+    return;
+  }
+  std::vector<std::filesystem::path> parents;
+  if (auto tmp = std::filesystem::temp_directory_path(ec); !ec) parents.push_back(tmp);
+  parents.emplace_back("/tmp");
+  for (const auto& parent : parents)
+    if (auto made = make_temp_dir(parent)) {
+      socket_dir_ = *made;
+      return;
+    }
+  socket_dir_.clear();
+  throw Error(ErrorKind::Usage, "no directory for the job's Unix sockets: '" + (dir_ / "sock").string() +
+                                    "' and a directory under $TMPDIR or /tmp are too long for a socket path "
+                                    "or cannot be created (set TMPDIR to a short writable directory)");
+}
+
+void JobRegistration::discard_unpublished() {
+  if (!created_dir_ || published_) return;
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+  created_dir_ = false;
 }
 
 void JobRegistration::write_pipeline(const std::string& text, const std::vector<std::string>& overrides) const {
@@ -74,7 +133,9 @@ void JobRegistration::update(const std::string& state, const std::map<std::strin
   bool first = true;
   for (const auto& [label, pid] : pids) {
     json += first ? "\n" : ",\n";
-    json += "    {\"task\": " + json_string(label) + ", \"host\": \"localhost\", \"pid\": " + std::to_string(pid) + "}";
+    // A worker that has exited has no pid: its number may be another process's by now.
+    json += "    {\"task\": " + json_string(label) + ", \"host\": \"localhost\", \"pid\": " +
+            (pid > 0 ? std::to_string(pid) : std::string("null")) + "}";
     first = false;
   }
   json += "\n  ]\n}\n";
@@ -84,9 +145,11 @@ void JobRegistration::update(const std::string& state, const std::map<std::strin
     out << json;
   }
   std::filesystem::rename(temp, dir_ / "job.json");
+  published_ = true;
 }
 
 void JobRegistration::remove_sockets() const {
+  if (socket_dir_.empty()) return;
   std::error_code ec;
   std::filesystem::remove_all(socket_dir_, ec);
 }

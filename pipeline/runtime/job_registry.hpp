@@ -20,11 +20,18 @@ public:
   // empty: a new id.
   JobRegistration(const std::filesystem::path& state_dir, const pipeline::PipelineSpec& spec,
                   const std::string& reuse_id = {});
+  // Removes the socket directory, and the job directory too when this registration created it
+  // and never wrote job.json (the job failed before it was visible to `list`): no path out of
+  // a run, an exception included, leaves either behind.
+  ~JobRegistration();
+  JobRegistration(const JobRegistration&) = delete;
+  JobRegistration& operator=(const JobRegistration&) = delete;
 
   const std::string& id() const { return id_; }
   const std::filesystem::path& dir() const { return dir_; }
   // Where ipc:// sockets go: inside the job directory unless that path is too long for a
-  // Unix socket name (108 bytes), then under /tmp.
+  // Unix socket name (107 bytes), else a private $TMPDIR/streamctl-XXXXXX (or under /tmp),
+  // whose length does not depend on the job's name.
   const std::filesystem::path& socket_dir() const { return socket_dir_; }
 
   // pipeline.toml: the text as written; overrides: the --set values, NUL-terminated.
@@ -37,11 +44,18 @@ public:
   // The latest completed checkpoint or savepoint, written into job.json for `list` and
   // `restart JOB`.
   void set_last_checkpoint(std::string path) { last_checkpoint_ = std::move(path); }
-  // Rewrites job.json atomically (temp file, rename).
+  // Rewrites job.json atomically (temp file, rename). A pid of 0 is a worker that has exited.
   void update(const std::string& state, const std::map<std::string, int>& pids);
   void remove_sockets() const;
+  // Whether job.json has been written.
+  bool published() const { return published_; }
 
 private:
+  void make_socket_dir();
+  void discard_unpublished();
+
+  bool created_dir_ = false; // this registration made dir_ (not a restart's)
+  bool published_ = false;   // job.json was written
   std::string id_;
   std::string name_;
   std::filesystem::path dir_;

@@ -3,13 +3,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <system_error>
 #include <tuple>
+#include <unistd.h>
 
 #include "pipeline/spec/schema_check.hpp"
 #include "pipeline/spec/source_text.hpp"
+#include "state/error.hpp"
 
 namespace streamctl::pipeline {
 
@@ -212,25 +214,62 @@ LoadResult load_pipeline_text(std::string_view text, const std::string& display_
   return result;
 }
 
+namespace {
+
+// Closes the descriptor on every way out of read_bounded.
+struct FileDescriptor {
+  int fd;
+  ~FileDescriptor() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// The file's text, read with at most `max_bytes` + 64 KiB in memory: a pipe or /dev/zero has
+// no size to stat, so the read itself is bounded.
+Result<std::string> read_bounded(const std::filesystem::path& file, std::size_t max_bytes) {
+  FileDescriptor in{::open(file.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (in.fd < 0) return fail(std::string("cannot read the pipeline file: ") + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(in.fd, &st) == 0 && S_ISDIR(st.st_mode))
+    return fail("cannot read the pipeline file: it is a directory");
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(in.fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(std::string("cannot read the pipeline file: ") + std::strerror(errno));
+    if (n == 0) return text;
+    if (text.size() + static_cast<std::size_t>(n) > max_bytes)
+      return fail("the pipeline file is larger than " + describe_bytes(max_bytes) +
+                  ", the limit for a pipeline file (raise it with --max-pipeline-size BYTES)");
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+} // namespace
+
+std::string describe_bytes(std::size_t bytes) {
+  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
+  if (bytes >= (1u << 10) && bytes % (1u << 10) == 0) return std::to_string(bytes >> 10) + " KiB";
+  return std::to_string(bytes) + " bytes";
+}
+
 LoadResult load_pipeline(const std::filesystem::path& file,
-                         const std::vector<std::string>& overrides, const SchemaCatalog& catalog) {
+                         const std::vector<std::string>& overrides, const SchemaCatalog& catalog,
+                         std::size_t max_bytes) {
   std::string name = file.string();
+  auto read = read_bounded(file, max_bytes);
+  if (!read) {
+    LoadResult r;
+    r.diagnostics.add(SourcePos{name, 0, 0}, read.error());
+    return r;
+  }
+  std::string text = std::move(*read);
   std::error_code ec;
-  if (std::filesystem::is_directory(file, ec)) {
-    LoadResult r;
-    r.diagnostics.add(SourcePos{name, 0, 0}, "cannot read the pipeline file: it is a directory");
-    return r;
-  }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    LoadResult r;
-    r.diagnostics.add(SourcePos{name, 0, 0},
-                      std::string("cannot read the pipeline file: ") + std::strerror(errno));
-    return r;
-  }
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::filesystem::path dir = std::filesystem::absolute(file, ec).parent_path();
-  return load_pipeline_text(text, name, dir, overrides, catalog);
+  LoadResult result = load_pipeline_text(text, name, dir, overrides, catalog);
+  result.text = std::move(text);
+  return result;
 }
 
 } // namespace streamctl::pipeline

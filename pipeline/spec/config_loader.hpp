@@ -15,6 +15,7 @@
 // The spec's `root` and each node's `config` keep toml++ source positions (file and line, or
 // "<--set>" and the override's number), so that later checks can point at the text.
 
+#include <cstddef>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -30,11 +31,23 @@ namespace streamctl::pipeline {
 struct LoadResult {
   std::optional<PipelineSpec> spec; // set only when diagnostics is empty
   Diagnostics diagnostics;          // in file order, then those of overrides
+  std::string text;                 // the file as read (load_pipeline), for the workers
 };
 
+// The largest pipeline file read by default (--max-pipeline-size raises it). A pipeline is a
+// few KiB; the bound is there so that `validate /dev/zero` or a mistyped data file ends at once
+// with a message instead of filling memory.
+inline constexpr std::size_t kDefaultMaxPipelineBytes = std::size_t{16} << 20;
+
 // Reads `file` (diagnostics name it as given), applies `overrides`, validates and builds.
+// Any readable file that is not a directory, pipes and /dev/stdin included, is read once, and
+// never more than `max_bytes` of it: a larger one is a diagnostic naming the limit.
 LoadResult load_pipeline(const std::filesystem::path& file,
-                         const std::vector<std::string>& overrides, const SchemaCatalog& catalog);
+                         const std::vector<std::string>& overrides, const SchemaCatalog& catalog,
+                         std::size_t max_bytes = kDefaultMaxPipelineBytes);
+
+// "16 MiB", "512 KiB", "1000 bytes".
+std::string describe_bytes(std::size_t bytes);
 
 // The same from text (for tests and `streamctl test`); `display_name` is the file in
 // diagnostics and in PipelineSpec::file; relative paths resolve against `base_dir`.

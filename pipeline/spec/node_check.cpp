@@ -1,6 +1,8 @@
 #include "pipeline/spec/node_check.hpp"
 
 #include <algorithm>
+#include <string>
+#include <unordered_set>
 
 #include "pipeline/spec/top_level_schema.hpp"
 
@@ -48,6 +50,8 @@ void check_inputs(Checker& c, const toml::table& table, const Owner& owner, bool
     c.error(c.pos(it->second), "'inputs' of " + owner.base + " must name at least one node");
     d.graph.inputs_reported = true;
   }
+  // A set, not a search of the list: a sink may have thousands of inputs.
+  std::unordered_set<std::string> seen;
   for (std::size_t k = 0; k < array->size(); ++k) {
     const toml::node& element = (*array)[k];
     auto s = element.as_string();
@@ -56,7 +60,7 @@ void check_inputs(Checker& c, const toml::table& table, const Owner& owner, bool
       d.graph.inputs_reported = true;
       continue;
     }
-    if (std::find(d.spec.inputs.begin(), d.spec.inputs.end(), s->get()) != d.spec.inputs.end()) {
+    if (!seen.insert(s->get()).second) {
       c.error(c.pos(element), "input '" + s->get() + "' of " + owner.base + " is listed twice");
       continue;
     }
@@ -121,7 +125,8 @@ std::optional<NodeDraft> check_node(Checker& c, NodeRole role, const toml::key& 
   d.name_where = c.pos(name);
   if (d.spec.where.line == 0) d.spec.where = d.name_where;
   if (!is_valid_name(d.spec.name))
-    c.error(d.name_where, "bad " + role_word + " name '" + d.spec.name + "': use " + name_rule);
+    c.error(d.name_where, name_too_long(role_word + " name", d.spec.name)
+                              .value_or("bad " + role_word + " name '" + d.spec.name + "': use " + name_rule));
 
   std::vector<std::string> type_names;
   for (const auto& s : schemas) type_names.push_back(s.type);
@@ -184,7 +189,8 @@ std::optional<NodeDraft> check_node(Checker& c, NodeRole role, const toml::key& 
     d.late_output_where = c.pos(*late);
     if (!is_valid_name(*d.graph.late_output))
       c.error(d.late_output_where,
-              "bad late output name '" + *d.graph.late_output + "': use " + name_rule);
+              name_too_long("late output name", *d.graph.late_output)
+                  .value_or("bad late output name '" + *d.graph.late_output + "': use " + name_rule));
   }
   return d;
 }

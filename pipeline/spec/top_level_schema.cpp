@@ -118,9 +118,16 @@ void check_cluster(Checker& c, const toml::table& cluster) {
 } // namespace
 
 bool is_valid_name(std::string_view name) {
-  return !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
+  return !name.empty() && name.size() <= max_name_length && std::all_of(name.begin(), name.end(), [](char ch) {
     return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-';
   });
+}
+
+std::optional<std::string> name_too_long(std::string_view what, std::string_view name) {
+  if (name.size() <= max_name_length) return std::nullopt;
+  return std::string(what) + " '" + std::string(name.substr(0, 24)) + "...' is " + std::to_string(name.size()) +
+         " characters long, above the limit of " + std::to_string(max_name_length) +
+         " (it becomes a file name): shorten it";
 }
 
 TopLevel check_top_level(Checker& c, const toml::table& root) {
@@ -138,7 +145,8 @@ TopLevel check_top_level(Checker& c, const toml::table& root) {
 
   if (auto v = root.get("name")) {
     if (auto s = v->as_string(); s && !is_valid_name(s->get()))
-      c.error(c.pos(*v), "'name' must be " + std::string(name_rule) + ", got '" + s->get() + "'");
+      c.error(c.pos(*v), name_too_long("the job 'name'", s->get())
+                             .value_or("'name' must be " + std::string(name_rule) + ", got '" + s->get() + "'"));
     else if (s)
       top.name = s->get();
   } else {

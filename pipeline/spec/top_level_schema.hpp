@@ -3,8 +3,11 @@
 // max_parallelism, buffer_timeout, batch_size, [checkpoint], [restart], [cluster], [metrics].
 // Internal to the pipeline spec.
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include <toml++/toml.h>
 
@@ -24,9 +27,17 @@ struct TopLevel {
   bool max_parallelism_valid = true; // false: it was reported; skip comparisons against it
 };
 
-// True for [a-z0-9_-]+: job names and node names.
+// Names become file names: a job's name starts its directory under the state dir
+// (NAME-YYYYmmdd-HHMMSS-XXXX) and names its checkpoint directory, a node's name its test
+// files (NAME.dead_letter.jsonl); 128 leaves room for any suffix within NAME_MAX (255).
+inline constexpr std::size_t max_name_length = 128;
+
+// True for [a-z0-9_-]{1,128}: job names and node names.
 bool is_valid_name(std::string_view name);
 inline constexpr const char* name_rule = "lowercase letters, digits, '_' and '-'";
+
+// When `name` is too long: "<what> is 200 characters long, above the limit of 128 ...".
+std::optional<std::string> name_too_long(std::string_view what, std::string_view name);
 
 // Checks every top-level key; `sources`, `operators`, `sinks` and `test` only for being a
 // table / an array (validation checks what is inside).

@@ -800,3 +800,44 @@ TEST_CASE("durations of a node are never negative", "[config]") {
       load(valid_head + "[operators.d]\ntype = \"dedup\"\ninputs = [\"ok\"]\nwithin = \"-5s\"\n");
   CHECK_DIAG(r, "p.toml:15:10", "bad duration '-5s'");
 }
+
+// Issue 7, finding 5: `validate /dev/zero` read without end (~330 MB/s of memory). The read is
+// bounded, so a file or device larger than the limit ends at once with a message.
+TEST_CASE("a pipeline file larger than the limit is refused before it is read whole", "[config][limits]") {
+  char dir_template[] = "/tmp/streamctl-config-test-XXXXXX";
+  REQUIRE(mkdtemp(dir_template));
+  std::filesystem::path dir = dir_template;
+  std::filesystem::path file = dir / "p.toml";
+  {
+    std::ofstream out(file);
+    out << valid_head << std::string(200, '#') << "\n";
+  }
+  auto small = load_pipeline(file, {}, catalog(), 100);
+  CHECK_FALSE(small.spec);
+  REQUIRE(small.diagnostics.size() == 1);
+  CHECK(small.diagnostics.items()[0].to_string() ==
+        file.string() + ":0:0: the pipeline file is larger than 100 bytes, the limit for a pipeline file "
+                        "(raise it with --max-pipeline-size BYTES)");
+  auto enough = load_pipeline(file, {}, catalog(), 4096);
+  INFO(all(enough));
+  CHECK(enough.spec);
+  CHECK(enough.text == valid_head + std::string(200, '#') + "\n");
+
+  auto zero = load_pipeline("/dev/zero", {}, catalog(), std::size_t{1} << 20);
+  REQUIRE(zero.diagnostics.size() == 1);
+  CHECK_THAT(zero.diagnostics.items()[0].message, Catch::StartsWith("the pipeline file is larger than 1 MiB"));
+  std::filesystem::remove_all(dir);
+}
+
+// Issue 7, finding 6: names become directory names; one too long for them validated, then
+// `run` failed.
+TEST_CASE("job and node names are at most 128 characters", "[config][limits]") {
+  CHECK(load("name = \"" + std::string(128, 'a') + "\"" + valid_head.substr(valid_head.find('\n'))).spec);
+  auto r = load("name = \"" + std::string(200, 'a') + "\"" + valid_head.substr(valid_head.find('\n')));
+  CHECK_DIAG(r, "p.toml:1:8",
+             "the job 'name' 'aaaaaaaaaaaaaaaaaaaaaaaa...' is 200 characters long, above the limit of 128 "
+             "(it becomes a file name): shorten it");
+  auto node = load(valid_head + "[operators." + std::string(129, 'o') +
+                   "]\ntype = \"filter\"\ninputs = [\"ok\"]\nwhere = \"true\"\n");
+  CHECK_DIAG(node, "p.toml:12:12", "operator name 'oooooooooooooooooooooooo...' is 129 characters long");
+}
