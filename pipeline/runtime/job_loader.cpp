@@ -1,6 +1,5 @@
 #include "pipeline/runtime/job_loader.hpp"
 
-
 #include "operators/record_error_policy.hpp"
 #include "pipeline/spec/expression.hpp"
 #include "state/error.hpp"
