@@ -126,7 +126,18 @@ public:
     return {};
   }
 
+  void ends_with_savepoint() override { hold_unterminated_line_ = true; }
+
 protected:
+  // A cron job (`--resume --savepoint-on-exit`) may read a file while a writer is half-way
+  // through appending a line: reading that fragment as a record, and its rest as another in
+  // the next run, would lose the record. So such a run leaves it for the next one.
+  bool holds_unterminated_line() const override { return hold_unterminated_line_; }
+  void unterminated_line_held(std::size_t bytes, std::uint64_t line) override {
+    warn("'" + files_[current_] + "' ends in an unterminated line (line " + std::to_string(line) + ", " +
+         std::to_string(bytes) + " bytes): left for the next run, which reads it once it ends in a newline");
+  }
+
   std::optional<Input> open_next_input() override {
     for (; next_ < files_.size(); next_ += static_cast<std::size_t>(ctx_.parallelism)) {
       std::size_t k = next_;
@@ -358,6 +369,7 @@ private:
   std::size_t next_ = 0;               // next file to open
   std::size_t current_ = kNone;        // file being read
   int current_fd_ = -1;                // ... and its descriptor
+  bool hold_unterminated_line_ = false; // the run ends with a savepoint (ends_with_savepoint)
   // During restore_position only: what the snapshot recorded and what the glob matches now.
   std::vector<FilePositionEntry> recorded_;
   std::vector<Present> present_;

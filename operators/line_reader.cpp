@@ -23,7 +23,7 @@ std::optional<std::string_view> LineReader::next_line() {
   if (nl != nullptr) {
     stop = static_cast<std::size_t>(static_cast<const char*>(nl) - base);
     next = stop + 1;
-  } else if (eof_) {
+  } else if (eof_ && !hold_unterminated_) {
     stop = end_;
     next = end_;
   } else {
@@ -34,6 +34,12 @@ std::optional<std::string_view> LineReader::next_line() {
   begin_ = next;
   ++line_number_;
   return line;
+}
+
+bool LineReader::at_end() const {
+  if (!eof_) return false;
+  if (begin_ == end_) return true;
+  return hold_unterminated_ && std::memchr(chunk_->data() + begin_, '\n', end_ - begin_) == nullptr;
 }
 
 LineReader::Fill LineReader::fill(bool wait) {

@@ -25,11 +25,18 @@ public:
                       std::uint64_t line_number = 0);
 
   // The next complete line, without its "\n" (and "\r"), or nullopt when none is buffered.
-  // After End, the last unterminated line is returned as a line too.
+  // After End, the last unterminated line is returned as a line too, unless held back.
   std::optional<std::string_view> next_line();
   // Reads once. With `wait` false, returns WouldBlock instead of blocking.
   Fill fill(bool wait);
-  bool at_end() const { return eof_ && begin_ == end_; }
+  // Every line has been returned (or only a held-back unterminated one is left).
+  bool at_end() const;
+  // Do not return an unterminated last line at the end of input: it is not consumed, so
+  // offset() stays at its start (a writer may still be appending to it; the next run that
+  // resumes from offset() reads it once complete).
+  void hold_unterminated_line() { hold_unterminated_ = true; }
+  // Bytes of an unterminated last line left unconsumed at the end of input.
+  std::size_t held_bytes() const { return at_end() ? end_ - begin_ : 0; }
 
   // The memory the views returned by next_line() point into.
   std::shared_ptr<const void> chunk() const { return chunk_; }
@@ -50,6 +57,7 @@ private:
   std::size_t end_ = 0;   // one past the last byte read
   bool eof_ = false;
   bool growing_ = false;
+  bool hold_unterminated_ = false;
   std::uint64_t line_number_ = 0;
   std::uint64_t start_offset_ = 0;
   std::uint64_t bytes_read_ = 0;

@@ -25,6 +25,7 @@ SourceStatus LineSource::poll(state::Batch& out, std::size_t max_records) {
       }
       fd_ = input->fd;
       reader_.emplace(fd_, std::size_t{1} << 20, input->from.offset, input->from.line);
+      if (holds_unterminated_line()) reader_->hold_unterminated_line();
       // A fresh decoder per input: its csv header is its own. A resumed input tells the
       // decoder the header it read before the checkpoint (it appends no record).
       if (!decoder_) decoder_.emplace(spec_, node_, names_);
@@ -37,6 +38,7 @@ SourceStatus LineSource::poll(state::Batch& out, std::size_t max_records) {
     auto line = reader_->next_line();
     if (!line) {
       if (reader_->at_end()) {
+        if (auto held = reader_->held_bytes(); held > 0) unterminated_line_held(held, reader_->line_number() + 1);
         close_input(fd_, LineProgress{reader_->offset(), reader_->line_number(), header_});
         reader_.reset();
         decoder_.reset();

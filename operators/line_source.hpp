@@ -48,6 +48,13 @@ protected:
   // Whether the current input may still grow, so that reading zero bytes is not its end (a
   // spool file that stdin is being copied into).
   virtual bool input_may_grow() const { return false; }
+  // Whether an unterminated last line of an input is left unconsumed at its end instead of
+  // being read as a record (a file that a writer may still be appending to, in a run that
+  // ends with a savepoint: the next run reads the line once it is complete).
+  virtual bool holds_unterminated_line() const { return false; }
+  // The current input ended in an unterminated line of `bytes` bytes, line number `line`,
+  // that was held back (before close_input).
+  virtual void unterminated_line_held(std::size_t /*bytes*/, std::uint64_t /*line*/) {}
 
   // The progress of the input being read, or nullopt between inputs.
   std::optional<LineProgress> current_progress() const;

@@ -152,6 +152,10 @@ public:
   // deletes a spool file once no retained checkpoint needs it. Called right after
   // snapshot_position().
   virtual std::vector<std::string> referenced_files() const { return {}; }
+  // The run ends with a savepoint at the end of input (`run --savepoint-on-exit`), and the
+  // next run goes on from it: input that may still be incomplete (a line being appended to a
+  // file) is left for that run. Called before the first poll.
+  virtual void ends_with_savepoint() {}
 
 protected:
   OperatorContext ctx_;

@@ -161,6 +161,7 @@ private:
         for (const auto& [key, value] : message->fields)
           if (key.rfind("endpoint.", 0) == 0) endpoints[std::stoi(key.substr(9))] = value;
         savepoint_at_end_ = message->get("at_end") == "savepoint";
+        if (savepoint_at_end_ && chain_->source()) chain_->source()->ends_with_savepoint();
         break;
       }
       handle_control(*message);
