@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "pipeline/runtime/checkpoint_metadata.hpp"
+#include "pipeline/runtime/metadata_checksum.hpp"
 #include "pipeline/runtime/spool_janitor.hpp"
 #include "unit/temp_dir.hpp"
 
@@ -109,7 +110,11 @@ TEST_CASE("spool file lists travel in an ACK and in _metadata", "[spool]") {
   auto at = text.find("stdin-in.a.spool");
   REQUIRE(at != std::string::npos);
   text.replace(at, 16, "../../etc/passwd");
-  std::ofstream(tmp.path / "_metadata", std::ios::trunc) << text;
+  // Signed again, so that the name check is what refuses it, not the checksum.
+  auto checksum_line = text.rfind("\nchecksum");
+  REQUIRE(checksum_line != std::string::npos);
+  text.resize(checksum_line + 1);
+  std::ofstream(tmp.path / "_metadata", std::ios::trunc) << streamctl::runtime::append_checksum_line(text);
   auto bad = streamctl::runtime::read_metadata(tmp.path);
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(bad.error(), Catch::Contains("spool"));
