@@ -319,10 +319,22 @@ private:
     // wait for them to exit so that their output is flushed.
     transport::ControlMessage release{"RELEASE", {}};
     for (const auto& t : tasks_) send(t, release);
+    std::vector<std::string> unpublished;
     for (auto& t : tasks_) {
       if (!t.process->running()) continue;
       int status = 0;
-      if (::waitpid(t.process->pid(), &status, 0) == t.process->pid()) t.process->reaped(status);
+      if (::waitpid(t.process->pid(), &status, 0) != t.process->pid()) continue;
+      t.process->reaped(status);
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) unpublished.push_back(t.label);
+    }
+    if (!unpublished.empty()) {
+      // A sink that could not publish the job's last output (stdout on a full disk, say):
+      // that output is incomplete, and neither a restart nor --resume may take the job for
+      // finished. Not retried: the sinks may have published part of it already.
+      std::string reasons = final_failure_reasons();
+      fail("the final output of " + joined(unpublished, ", ") + " could not be published" +
+           (reasons.empty() ? std::string() : ": " + reasons) + "; it may be incomplete");
+      return;
     }
     for (const auto& t : tasks_) log_.debug("{}: {}", t.label, encode_metrics(t.metrics));
     log_.info("job {} finished: {}", outcome_.job_id, describe_totals());
@@ -330,6 +342,26 @@ private:
     // would publish it again.
     if (auto ok = mark_drained(checkpoints_.root); !ok) log_.warn("{}", ok.error());
     spool_janitor_->sweep_drained();
+  }
+
+  static std::string joined(const std::vector<std::string>& items, const char* separator) {
+    std::string out;
+    for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
+    return out;
+  }
+
+  // The reasons of the FAILED messages of this attempt waiting on the control socket, read
+  // without acting on them (after RELEASE a failure is not restarted).
+  std::string final_failure_reasons() {
+    std::vector<std::string> reasons;
+    zmq::message_t identity, body;
+    while (control_.recv(identity, zmq::recv_flags::dontwait)) {
+      if (!control_.recv(body, zmq::recv_flags::dontwait)) break;
+      auto m = transport::decode_control(body.to_string_view());
+      if (m && m->type == "FAILED" && m->get_int("attempt", -1) == attempt_)
+        reasons.push_back(m->get("message") + " (in " + m->get("chain") + ")");
+    }
+    return joined(reasons, "; ");
   }
 
   // Handles what arrives within `timeout`. Returns false when the job has ended.

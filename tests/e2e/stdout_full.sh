@@ -1,0 +1,34 @@
+# stdout that cannot be written (/dev/full: ENOSPC) ends the job with exit 1 and a message, with
+# or without checkpoints. Before this test, with checkpoints the last output is published after
+# the coordinator releases the workers, and a sink that failed then was not noticed: exit 0
+# with nothing written (found by the chaos suite's diskfull scenario).
+source "$(dirname "$0")/lib/common.bash"
+
+pipeline() {
+  cat <<TOML
+name = "full"
+[sources.in]
+type = "generator"
+profile = "counter"
+count = 50000
+[sinks.out]
+type = "stdout"
+inputs = ["in"]
+$1
+TOML
+}
+pipeline "" >"$WORK/plain.toml"
+pipeline $'[checkpoint]\ninterval = "10s"' >"$WORK/checkpointed.toml"
+
+for job in plain checkpointed; do
+  set +e
+  "$STREAMCTL" run "$WORK/$job.toml" >/dev/full 2>"$WORK/err"
+  code=$?
+  set -e
+  assert_eq 1 "$code" "exit status of the $job job writing to /dev/full"
+  assert_contains "$WORK/err" "No space left on device"
+done
+assert_contains "$WORK/err" "could not be published"
+# A job whose last output failed is not finished: it is not taken for drained.
+[[ ! -e "$STREAMCTL_STATE_DIR/checkpoints/full/drained" ]] || fail "a failed final publish marked the job drained"
+assert_no_processes_left
