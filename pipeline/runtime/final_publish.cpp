@@ -43,7 +43,8 @@ FinishState finish_state(const fs::path& job_dir) {
     return out;
   }
   for (std::size_t t = 0; t < tasks; ++t)
-    if (!fs::exists(job_dir / (kPublishedPrefix + std::to_string(t)), ec)) out.unfinished.push_back(t);
+    if (!fs::exists(job_dir / (kPublishedPrefix + std::to_string(t)), ec))
+      out.unfinished.push_back(t);
   return out;
 }
 
