@@ -8,12 +8,59 @@
 #include "cli/detach.hpp"
 #include "pipeline/runtime/checkpoint_metadata.hpp"
 #include "pipeline/runtime/coordinator.hpp"
+#include "pipeline/runtime/final_publish.hpp"
 #include "pipeline/runtime/host_limits.hpp"
 #include "pipeline/runtime/job_directory.hpp"
+#include "pipeline/runtime/job_registry.hpp"
 
 namespace streamctl::cli {
 
 std::string self_executable(); // run_command.cpp
+
+namespace {
+
+// A run killed while its sinks published its final output (final_publish.hpp) must not run
+// again: what it published is covered by no snapshot, so a run from one would publish it
+// twice. When every task recorded its output as published, the job is complete: it is marked
+// finished and nothing runs (true). Otherwise part of the output may be out and the rest in
+// the sinks' pending files: restart refuses (exit 2), and leaves those files for a person.
+bool finished_publishing(const runtime::JobEntry& entry, const runtime::LoadedJob& loaded, Context& ctx) {
+  runtime::FinishState state = runtime::finish_state(entry.dir);
+  if (!state.finishing) return false;
+  if (!state.unfinished.empty()) {
+    std::string tasks;
+    for (auto t : state.unfinished) tasks += (tasks.empty() ? "" : ", ") + std::to_string(t);
+    throw Error(ErrorKind::Usage,
+                "job " + entry.id + " had read all its input and was publishing its final output when its "
+                "coordinator died: task(s) " + tasks + " may have published part of it. Running the job again "
+                "would publish output twice, so it is not restarted. What was not published stays in the sinks' "
+                "pending files (a file sink's hidden .part-* files, a stdout sink's stdout-*.pending files in '" +
+                (runtime::checkpoint_root(loaded.spec, ctx.state_dir()) / "spool").string() +
+                "'); run the job anew on its input for a complete output");
+  }
+  runtime::JobRegistration registration(ctx.state_dir(), loaded.spec, entry.id);
+  registration.set_last_checkpoint(entry.last_checkpoint);
+  registration.update("finished", {});
+  ctx.log->warn("job {} had published all its output before its coordinator died: nothing to restart "
+                "(marked finished)", entry.id);
+  return true;
+}
+
+// A stdin source reads the standard input of the coordinator that ran the job: what that
+// process had not read when it died went with it, and `restart`'s own stdin is another
+// stream. A restart would take its end for the end of the input and exit 0 with records
+// missing, so it is refused before anything starts.
+void refuse_lost_stdin(const runtime::JobEntry& entry, const runtime::LoadedJob& loaded) {
+  for (const auto& node : loaded.spec.nodes)
+    if (node.role == pipeline::NodeRole::Source && node.type == "stdin")
+      throw Error(ErrorKind::Usage,
+                  "job " + entry.id + " reads source '" + node.name + "' from stdin: its input ended with the "
+                  "coordinator that read it, and what that process had not read is gone, so a restart cannot "
+                  "finish the job. Run the job again on its whole input (streamctl run " +
+                  (entry.pipeline_file.empty() ? std::string("PIPELINE") : entry.pipeline_file) + " < INPUT)");
+}
+
+} // namespace
 
 // `restart JOB`: a job that is not running (failed, stopped, cancelled, or whose coordinator
 // was killed) runs again under its id, from the pipeline it ran (its job directory keeps it)
@@ -44,6 +91,9 @@ void add_restart_command(CLI::App& app, Context& ctx) {
     std::filesystem::path base_dir = entry.base_dir.empty() ? entry.dir : entry.base_dir;
     std::string file = entry.pipeline_file.empty() ? (entry.dir / "pipeline.toml").string() : entry.pipeline_file;
     auto loaded = runtime::load_job_text(text.str(), file, base_dir, overrides, ctx.registry);
+
+    if (finished_publishing(entry, loaded, ctx)) return;
+    refuse_lost_stdin(entry, loaded);
 
     runtime::RunOptions options;
     options.state_dir = ctx.state_dir();

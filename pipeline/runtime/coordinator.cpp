@@ -23,6 +23,7 @@
 #include "pipeline/runtime/checkpoint_restore.hpp"
 #include "pipeline/runtime/checkpoint_settings.hpp"
 #include "pipeline/runtime/child_process.hpp"
+#include "pipeline/runtime/final_publish.hpp"
 #include "pipeline/runtime/job_metrics.hpp"
 #include "pipeline/runtime/host_limits.hpp"
 #include "pipeline/runtime/job_registry.hpp"
@@ -111,6 +112,7 @@ public:
     outcome_.job_id = registration_->id();
     spool_janitor_ = std::make_unique<SpoolJanitor>(checkpoints_.root, outcome_.job_id, log_);
     registration_->write_pipeline(job_.text, job_.overrides);
+    clear_final_publish(registration_->dir());
     registration_->write_run_options({{"transport", options_.transport},
                                       {"savepoint_on_exit", options_.savepoint_on_exit ? "1" : "0"},
                                       {"allow_non_restored_state", options_.allow_non_restored_state ? "1" : "0"},
@@ -315,8 +317,15 @@ private:
         next_progress += kProgressEvery;
       }
     }
-    // Every task said FINISHED, so every end of input has been read: let the workers go, and
-    // wait for them to exit so that their output is flushed.
+    // Every task said FINISHED, so every end of input has been read. The sinks now publish
+    // what no snapshot covers: that must be on disk first, so that no restart and no --resume
+    // runs the job again (final_publish.hpp).
+    if (auto ok = mark_finishing(registration_->dir(), tasks_.size()); !ok) {
+      fail("cannot record that the job publishes its final output: " + ok.error());
+      return;
+    }
+    if (auto ok = mark_drained(checkpoints_.root); !ok) log_.warn("{}", ok.error());
+    // Let the workers go, and wait for them to exit so that their output is flushed.
     transport::ControlMessage release{"RELEASE", {}};
     for (const auto& t : tasks_) send(t, release);
     std::vector<std::string> unpublished;
@@ -338,9 +347,6 @@ private:
     }
     for (const auto& t : tasks_) log_.debug("{}: {}", t.label, encode_metrics(t.metrics));
     log_.info("job {} finished: {}", outcome_.job_id, describe_totals());
-    // Drained: every snapshot so far is behind what was published, and --resume from one
-    // would publish it again.
-    if (auto ok = mark_drained(checkpoints_.root); !ok) log_.warn("{}", ok.error());
     spool_janitor_->sweep_drained();
   }
 

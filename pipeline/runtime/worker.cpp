@@ -11,6 +11,7 @@
 #include "pipeline/runtime/async_snapshot_writer.hpp"
 #include "pipeline/runtime/barrier_aligner.hpp"
 #include "pipeline/runtime/checkpoint_restore.hpp"
+#include "pipeline/runtime/final_publish.hpp"
 #include "operators/wall_clock.hpp"
 #include "pipeline/runtime/job_loader.hpp"
 #include "pipeline/runtime/job_metrics.hpp"
@@ -74,6 +75,8 @@ public:
       // The whole job has finished: only now is the last output published, so that a
       // restart before this point publishes nothing twice.
       chain_->finish_sink();
+      if (auto ok = mark_task_published(options_.job_dir, static_cast<std::size_t>(options_.task)); !ok)
+        log_.warn("{}", ok.error()); // `restart` then counts this task's output as incomplete
       return 0;
     } catch (const Halted&) {
       if (chain_) chain_->abort();
