@@ -340,7 +340,14 @@ private:
       // A sink that could not publish the job's last output (stdout on a full disk, say):
       // that output is incomplete, and neither a restart nor --resume may take the job for
       // finished. Not retried: the sinks may have published part of it already.
-      std::string reasons = final_failure_reasons();
+      auto [reasons, reader_gone] = final_failure_reasons();
+      if (reader_gone) {
+        // Like `yes | head`: the reader has what it wanted; end quietly, as SIGPIPE would.
+        log_.info("the reader of stdout has gone: stopping the job");
+        outcome_.exit_code = exit_code_for(ErrorKind::OutputClosed);
+        fail("");
+        return;
+      }
       fail("the final output of " + joined(unpublished, ", ") + " could not be published" +
            (reasons.empty() ? std::string() : ": " + reasons) + "; it may be incomplete");
       return;
@@ -357,17 +364,21 @@ private:
   }
 
   // The reasons of the FAILED messages of this attempt waiting on the control socket, read
-  // without acting on them (after RELEASE a failure is not restarted).
-  std::string final_failure_reasons() {
+  // without acting on them (after RELEASE a failure is not restarted), and whether every one
+  // of them says that the reader of stdout has gone.
+  std::pair<std::string, bool> final_failure_reasons() {
     std::vector<std::string> reasons;
+    bool reader_gone = false;
+    bool other = false;
     zmq::message_t identity, body;
     while (control_.recv(identity, zmq::recv_flags::dontwait)) {
       if (!control_.recv(body, zmq::recv_flags::dontwait)) break;
       auto m = transport::decode_control(body.to_string_view());
-      if (m && m->type == "FAILED" && m->get_int("attempt", -1) == attempt_)
-        reasons.push_back(m->get("message") + " (in " + m->get("chain") + ")");
+      if (!m || m->type != "FAILED" || m->get_int("attempt", -1) != attempt_) continue;
+      reasons.push_back(m->get("message") + " (in " + m->get("chain") + ")");
+      (m->get("kind") == "output_closed" ? reader_gone : other) = true;
     }
-    return joined(reasons, "; ");
+    return {joined(reasons, "; "), reader_gone && !other};
   }
 
   // Handles what arrives within `timeout`. Returns false when the job has ended.
