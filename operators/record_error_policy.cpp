@@ -54,6 +54,22 @@ RecordErrorPolicy::RecordErrorPolicy(const pipeline::NodeSpec& node, Warn warn)
   }
 }
 
+void RecordErrorPolicy::write_dead_letter() {
+  // One write() per line, so that subtasks appending to the same file never interleave. A
+  // short write (a full disk) does not set errno: the rest is written again, and that write
+  // says why (ENOSPC), rather than a stale errno.
+  std::string_view rest(scratch_);
+  while (!rest.empty()) {
+    ssize_t n = ::write(dead_letter_fd_, rest.data(), rest.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      throw Error(ErrorKind::JobFailed, "node '" + node_name_ + "': cannot write dead-letter file '" +
+                                            dead_letter_path_ + "': " +
+                                            (n < 0 ? std::strerror(errno) : "no bytes written"));
+    rest.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
 RecordErrorPolicy::~RecordErrorPolicy() {
   if (dead_letter_fd_ >= 0) ::close(dead_letter_fd_);
   if (unreported_ > 0 && warn_)
@@ -86,9 +102,7 @@ void RecordErrorPolicy::bad_record(std::string_view raw, std::uint64_t line, std
     scratch_ += ",\"error\":";
     state::append_json_string(reason, scratch_);
     scratch_ += "}\n";
-    if (::write(dead_letter_fd_, scratch_.data(), scratch_.size()) != static_cast<ssize_t>(scratch_.size()))
-      throw Error(ErrorKind::JobFailed, "node '" + node_name_ + "': cannot write dead-letter file '" +
-                                            dead_letter_path_ + "': " + std::strerror(errno));
+    write_dead_letter();
     return;
   }
   case pipeline::OnError::Drop: {

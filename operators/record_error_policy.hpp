@@ -34,6 +34,10 @@ public:
   std::uint64_t count() const override { return count_; }
 
 private:
+  // Appends scratch_ (one whole line) to the dead-letter file; throws Error(JobFailed) naming
+  // the reason when it cannot.
+  void write_dead_letter();
+
   std::string node_name_;
   pipeline::OnError mode_;
   std::string dead_letter_path_;
