@@ -103,7 +103,7 @@ bad = {int(n): base64.b64decode(b) for n, b in json.load(open(work + "/bad.json"
 
 def rows(path):
     # Strict: every line must be UTF-8 and JSON.
-    return [json.loads(l) for l in open(path, "rb").read().decode("utf-8").splitlines()]
+    return [json.loads(l) for l in open(path, "rb").read().decode("utf-8").split("\n") if l]
 
 out = [r for p in sorted(glob.glob(out_dir + "/part-*")) for r in rows(p)]
 ids = collections.Counter(r["id"] for r in out)
@@ -192,7 +192,7 @@ python3 - "$WORK" <<'PY' || fail "csv or lines with invalid UTF-8"
 import base64, glob, json, sys
 work = sys.argv[1]
 def rows(path):
-    return [json.loads(l) for l in open(path, "rb").read().decode("utf-8").splitlines()]
+    return [json.loads(l) for l in open(path, "rb").read().decode("utf-8").split("\n") if l]
 def out(fmt):
     return [r for p in sorted(glob.glob(work + "/out-" + fmt + "/part-*")) for r in rows(p)]
 assert out("csv") == [{"name": "caf\u00e9", "n": "1"}, {"name": "\u20ac, euro", "n": "3"},
