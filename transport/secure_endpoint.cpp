@@ -26,6 +26,8 @@ bool zap_handler_bound(zmq::context_t& context) {
     if (e.num() == EADDRINUSE) return true;
     throw;
   }
+  // Closing frees the name only later, in the reaper thread; unbinding frees it now.
+  probe.unbind("inproc://zeromq.zap.01");
   return false;
 }
 

@@ -61,9 +61,12 @@ void ZapHandler::run() {
   try {
     while (true) {
       zmq::poll(items.data(), items.size(), std::chrono::milliseconds(-1));
-      if (items[1].revents & ZMQ_POLLIN) return;
+      if (items[1].revents & ZMQ_POLLIN) break;
       if (items[0].revents & ZMQ_POLLIN) answer_one();
     }
+    // Closing frees the name only later, in the reaper thread; unbinding frees it now, so a
+    // new handler can start in this context as soon as this one is destroyed.
+    requests_.unbind("inproc://zeromq.zap.01");
   } catch (const zmq::error_t&) {
     // ETERM: the context is being terminated; nothing is left to answer.
   }

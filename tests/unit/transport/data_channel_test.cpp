@@ -3,6 +3,8 @@
 #include <thread>
 
 #include "transport/data_channel.hpp"
+#include "transport/zap_handler.hpp"
+#include "unit/transport/security_fixture.hpp"
 
 using namespace streamctl::transport;
 
@@ -42,4 +44,37 @@ TEST_CASE("an output channel blocks (try_send fails) when the peer's queue is fu
   CHECK(received == sent);
   zmq::message_t again(payload.data(), payload.size());
   CHECK(out.try_send(again));
+}
+
+TEST_CASE("an encrypted gate takes batches from the job's channels only", "[transport][curve]") {
+  zmq::context_t context;
+  LinkSecurity job = LinkSecurity::generate();
+  streamctl::testing::RefusalLog refusals;
+  ZapHandler zap(context, job, refusals.callback());
+  InputGate gate(context, "tcp://127.0.0.1:*", job, refusals.callback());
+
+  // A channel from outside the job: it knows the gate's address and public key, not the
+  // client key. Its batch never arrives, and both handshakes are reported.
+  LinkSecurity outsider = LinkSecurity::generate();
+  outsider.server.public_key = job.server.public_key;
+  OutputChannel intruder(context, gate.endpoint(), 1, 0, outsider);
+  OutputChannel plain(context, gate.endpoint(), 2, 0);
+  // Their batches stay queued forever: without this the context's end would wait out the
+  // channels' 30 s linger.
+  intruder.socket().set(zmq::sockopt::linger, 0);
+  plain.socket().set(zmq::sockopt::linger, 0);
+  zmq::message_t stolen("stolen", 6);
+  REQUIRE(intruder.try_send(stolen));
+  zmq::message_t unencrypted("plain", 5);
+  REQUIRE(plain.try_send(unencrypted));
+  REQUIRE(streamctl::testing::eventually([&] { return refusals.size() >= 2; }));
+
+  OutputChannel member(context, gate.endpoint(), 3, 0, job);
+  zmq::message_t batch("batch", 5);
+  REQUIRE(member.try_send(batch));
+  CHECK(streamctl::testing::receive_within(gate.socket(), std::chrono::seconds(20)) == "batch");
+  CHECK(streamctl::testing::receive_within(gate.socket(), std::chrono::milliseconds(300)) ==
+        std::nullopt);
+  CHECK(zap.refused() >= 1);
+  CHECK(zap.admitted() == 1);
 }
