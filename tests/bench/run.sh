@@ -5,6 +5,9 @@
 #
 #   tests/bench/run.sh [--records N] [--streamctl PATH]
 #
+# When build/tests/bench/transport_bench is built, it also measures one data channel over tcp,
+# plain against CURVE (cmake --build build --target transport_bench).
+#
 # Figures depend on the machine; compare ratios, and run it twice.
 set -euo pipefail
 
@@ -14,7 +17,7 @@ while [[ $# -gt 0 ]]; do
   case $1 in
     --records) records=$2; shift 2 ;;
     --streamctl) streamctl=$2; shift 2 ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -115,3 +118,11 @@ for transport in ipc tcp; do
   printf 'data plane, one channel between two processes (%s), %s records {seq, ts}: %.2f s, %s records/s\n' \
     $transport $channel_records "$s" "$(rate $channel_records $s)"
 done
+
+# 3. One data channel over tcp loopback, plain against CURVE (the encryption of links between
+# hosts), on frames of streamctl's batch sizes.
+transport_bench="$(dirname "$streamctl")/../tests/bench/transport_bench"
+if [[ -x $transport_bench ]]; then
+  echo
+  "$transport_bench" 2
+fi
