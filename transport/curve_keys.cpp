@@ -72,8 +72,8 @@ Result<LinkSecurity> read_link_security(const ControlMessage& from) {
   security.encrypt = true;
   security.server = {from.get("link.server_public"), from.get("link.server_secret")};
   security.client = {from.get("link.client_public"), from.get("link.client_secret")};
-  for (const auto& [pair, name] : {std::pair{&security.server, "server"},
-                                   std::pair{&security.client, "client"}}) {
+  for (const auto& [pair, name] :
+       {std::pair{&security.server, "server"}, std::pair{&security.client, "client"}}) {
     std::string problem = check_key_pair(*pair, name);
     if (!problem.empty()) return fail(problem);
   }

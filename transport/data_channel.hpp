@@ -33,8 +33,7 @@ public:
   // `on_refusal`, when given for a CURVE gate, hears of peers refused before ZAP is asked (a
   // plain client, a client without the server key); the ZapHandler reports the others.
   InputGate(zmq::context_t& context, const std::string& endpoint,
-            const LinkSecurity& security = LinkSecurity::plain(),
-            RefusalCallback on_refusal = {});
+            const LinkSecurity& security = LinkSecurity::plain(), RefusalCallback on_refusal = {});
   InputGate(const InputGate&) = delete;
   InputGate& operator=(const InputGate&) = delete;
   // The endpoint peers connect to, with the OS-chosen port resolved.

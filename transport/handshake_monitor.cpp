@@ -38,8 +38,8 @@ std::string protocol_error_reason(std::uint32_t code) {
 
 HandshakeMonitor::HandshakeMonitor(zmq::context_t& context, zmq::socket_t& socket,
                                    RefusalCallback on_refusal)
-    : socket_(socket), on_refusal_(std::move(on_refusal)),
-      events_(context, zmq::socket_type::pair), stop_receiver_(context, zmq::socket_type::pair),
+    : socket_(socket), on_refusal_(std::move(on_refusal)), events_(context, zmq::socket_type::pair),
+      stop_receiver_(context, zmq::socket_type::pair),
       stop_sender_(context, zmq::socket_type::pair) {
   events_.set(zmq::sockopt::linger, 0);
   stop_receiver_.set(zmq::sockopt::linger, 0);
@@ -66,8 +66,8 @@ HandshakeMonitor::~HandshakeMonitor() {
 }
 
 void HandshakeMonitor::run() {
-  std::array<zmq::pollitem_t, 2> items{{{events_.handle(), 0, ZMQ_POLLIN, 0},
-                                        {stop_receiver_.handle(), 0, ZMQ_POLLIN, 0}}};
+  std::array<zmq::pollitem_t, 2> items{
+      {{events_.handle(), 0, ZMQ_POLLIN, 0}, {stop_receiver_.handle(), 0, ZMQ_POLLIN, 0}}};
   try {
     while (true) {
       zmq::poll(items.data(), items.size(), std::chrono::milliseconds(-1));

@@ -41,7 +41,7 @@ private:
   RefusalCallback on_refusal_;
   std::atomic<std::uint64_t> succeeded_{0};
   std::atomic<std::uint64_t> failed_{0};
-  zmq::socket_t events_; // PAIR connected to the socket's monitor, used by the thread only
+  zmq::socket_t events_;        // PAIR connected to the socket's monitor, used by the thread only
   zmq::socket_t stop_receiver_; // used by the thread only
   zmq::socket_t stop_sender_;   // used by the owner's thread
   std::thread thread_;

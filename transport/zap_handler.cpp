@@ -56,8 +56,8 @@ ZapHandler::~ZapHandler() {
 }
 
 void ZapHandler::run() {
-  std::array<zmq::pollitem_t, 2> items{{{requests_.handle(), 0, ZMQ_POLLIN, 0},
-                                        {stop_receiver_.handle(), 0, ZMQ_POLLIN, 0}}};
+  std::array<zmq::pollitem_t, 2> items{
+      {{requests_.handle(), 0, ZMQ_POLLIN, 0}, {stop_receiver_.handle(), 0, ZMQ_POLLIN, 0}}};
   try {
     while (true) {
       zmq::poll(items.data(), items.size(), std::chrono::milliseconds(-1));
@@ -101,8 +101,9 @@ void ZapHandler::answer_one() {
     }
   }
   std::array<std::string, 6> reply{
-      "1.0", request.size() > 1 ? request[1].to_string() : std::string(), status,
-      status == "200" ? "OK" : text, "", ""};
+      "1.0",  request.size() > 1 ? request[1].to_string() : std::string(),
+      status, status == "200" ? "OK" : text,
+      "",     ""};
   for (std::size_t i = 0; i < reply.size(); ++i)
     requests_.send(zmq::buffer(reply[i]),
                    i + 1 < reply.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);

@@ -52,7 +52,7 @@ private:
   RefusalCallback on_refusal_;
   std::atomic<std::uint64_t> admitted_{0};
   std::atomic<std::uint64_t> refused_{0};
-  zmq::socket_t requests_; // REP at inproc://zeromq.zap.01, used by the thread only
+  zmq::socket_t requests_;      // REP at inproc://zeromq.zap.01, used by the thread only
   zmq::socket_t stop_receiver_; // PAIR, used by the thread only
   zmq::socket_t stop_sender_;   // PAIR, used by the owner's thread (the destructor)
   std::thread thread_;

@@ -82,12 +82,14 @@ Run run(const LinkSecurity& security, std::size_t frame_bytes, double seconds) {
   result.cpu = cpu_seconds() - cpu_start;
   result.messages -= 64; // the warm-up, received before the clock started
   result.bytes -= 64 * frame_bytes;
-  if (result.messages != sent) std::fprintf(stderr, "lost messages: %zu of %zu\n", sent - result.messages, sent);
+  if (result.messages != sent)
+    std::fprintf(stderr, "lost messages: %zu of %zu\n", sent - result.messages, sent);
   return result;
 }
 
 void report(const char* mode, std::size_t frame_bytes, const Run& r) {
-  std::printf("%7zu B frames  %-6s %9.1f MB/s %11.0f msg/s   cpu %5.2f s / wall %5.2f s   %8.1f MB per cpu s\n",
+  std::printf("%7zu B frames  %-6s %9.1f MB/s %11.0f msg/s   cpu %5.2f s / wall %5.2f s   %8.1f MB "
+              "per cpu s\n",
               frame_bytes, mode, r.bytes / r.wall / 1e6, r.messages / r.wall, r.cpu, r.wall,
               r.bytes / r.cpu / 1e6);
 }
@@ -97,7 +99,8 @@ void report(const char* mode, std::size_t frame_bytes, const Run& r) {
 int main(int argc, char** argv) {
   double seconds = argc > 1 ? std::atof(argv[1]) : 2.0;
   std::vector<std::size_t> frames;
-  for (int i = 2; i < argc; ++i) frames.push_back(std::strtoull(argv[i], nullptr, 10));
+  for (int i = 2; i < argc; ++i)
+    frames.push_back(std::strtoull(argv[i], nullptr, 10));
   if (frames.empty()) frames = {65536, 4096, 256};
   if (seconds <= 0) {
     std::fprintf(stderr, "usage: transport_bench [seconds_per_run] [frame_bytes...]\n");
@@ -105,7 +108,8 @@ int main(int argc, char** argv) {
   }
   LinkSecurity curve = LinkSecurity::generate();
   std::printf("one channel over tcp loopback (PUSH -> PULL, high-water mark %d frames per end), "
-              "%.1f s per run\n", kQueueBatches, seconds);
+              "%.1f s per run\n",
+              kQueueBatches, seconds);
   for (std::size_t frame : frames) {
     Run plain = run(LinkSecurity::plain(), frame, seconds);
     report("plain", frame, plain);

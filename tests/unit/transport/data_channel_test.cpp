@@ -8,7 +8,8 @@
 
 using namespace streamctl::transport;
 
-TEST_CASE("an output channel blocks (try_send fails) when the peer's queue is full", "[transport]") {
+TEST_CASE("an output channel blocks (try_send fails) when the peer's queue is full",
+          "[transport]") {
   zmq::context_t context;
   InputGate gate(context, "tcp://127.0.0.1:*");
   REQUIRE(gate.endpoint().rfind("tcp://127.0.0.1:", 0) == 0);
@@ -38,8 +39,10 @@ TEST_CASE("an output channel blocks (try_send fails) when the peer's queue is fu
   zmq::message_t m;
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (received < sent && std::chrono::steady_clock::now() < until) {
-    if (gate.try_receive(m)) ++received;
-    else std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (gate.try_receive(m))
+      ++received;
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   CHECK(received == sent);
   zmq::message_t again(payload.data(), payload.size());

@@ -59,8 +59,10 @@ TEST_CASE("a CURVE client with the job's keys delivers", "[transport][curve]") {
   CHECK(server.socket.get(zmq::sockopt::mechanism) == ZMQ_CURVE);
   zmq::socket_t client = server.client(server.job, server.tcp);
   CHECK(client.get(zmq::sockopt::mechanism) == ZMQ_CURVE);
-  for (int i = 0; i < 3; ++i) send_text(client, "batch " + std::to_string(i));
-  for (int i = 0; i < 3; ++i) CHECK(receive_within(server.socket, 20s) == "batch " + std::to_string(i));
+  for (int i = 0; i < 3; ++i)
+    send_text(client, "batch " + std::to_string(i));
+  for (int i = 0; i < 3; ++i)
+    CHECK(receive_within(server.socket, 20s) == "batch " + std::to_string(i));
   CHECK(server.zap.admitted() == 1);
   CHECK(server.zap.refused() == 0);
   CHECK(eventually([&] { return server.monitor.succeeded() == 1; }));
@@ -106,8 +108,7 @@ TEST_CASE("a plain client to a CURVE endpoint gets nothing through and is report
   server.check_only_job_clients_got_through();
 }
 
-TEST_CASE("a client that does not know the job's server key is reported",
-          "[transport][curve]") {
+TEST_CASE("a client that does not know the job's server key is reported", "[transport][curve]") {
   CurveServer server;
   LinkSecurity wrong_server = server.job;
   wrong_server.server = generate_curve_key_pair();
@@ -155,7 +156,8 @@ TEST_CASE("one client socket connects with CURVE over tcp and plainly over ipc",
   connect_endpoint(push, ipc, remote.job);
   CHECK(push.get(zmq::sockopt::mechanism) == ZMQ_NULL); // a client reset by ZMQ_CURVE_SERVER=0
   // PUSH deals messages round robin over both connections: each must arrive somewhere.
-  for (int i = 0; i < 10; ++i) send_text(push, "m");
+  for (int i = 0; i < 10; ++i)
+    send_text(push, "m");
   int over_tcp = 0;
   int over_ipc = 0;
   CHECK(eventually([&] {
@@ -188,9 +190,8 @@ TEST_CASE("a CURVE endpoint is not bound without a ZAP handler", "[transport][cu
   zmq::context_t context;
   zmq::socket_t server = make_socket(context, zmq::socket_type::pull);
   CHECK_FALSE(zap_handler_bound(context));
-  CHECK_THROWS_WITH(
-      bind_endpoint(context, server, "tcp://127.0.0.1:*", LinkSecurity::generate()),
-      Catch::Contains("no ZAP handler runs in this context"));
+  CHECK_THROWS_WITH(bind_endpoint(context, server, "tcp://127.0.0.1:*", LinkSecurity::generate()),
+                    Catch::Contains("no ZAP handler runs in this context"));
   // An ipc endpoint stays plain, so it needs none.
   streamctl::testing::TempDir dir;
   CHECK_NOTHROW(bind_endpoint(context, server, "ipc://" + (dir.path / "s.sock").string(),
