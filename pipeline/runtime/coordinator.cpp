@@ -27,6 +27,7 @@
 #include "pipeline/runtime/job_metrics.hpp"
 #include "pipeline/runtime/host_limits.hpp"
 #include "pipeline/runtime/job_registry.hpp"
+#include "pipeline/runtime/local_launcher.hpp"
 #include "pipeline/runtime/signal_channel.hpp"
 #include "pipeline/runtime/spool_janitor.hpp"
 #include "state/error.hpp"
@@ -85,7 +86,8 @@ struct PendingCheckpoint {
 class Coordinator {
 public:
   Coordinator(const LoadedJob& job, const RunOptions& options, spdlog::logger& log)
-      : job_(job), options_(options), log_(log), control_(context_, zmq::socket_type::router) {}
+      : job_(job), options_(options), launcher_(std::make_unique<LocalLauncher>(options.self_executable)), log_(log),
+        control_(context_, zmq::socket_type::router) {}
 
   ~Coordinator() {
     // An exception ended run() before job.json was written (cannot bind, cannot fork): keep a
@@ -225,35 +227,30 @@ private:
   }
 
   void start_workers(const std::string& control_endpoint) {
-    // Workers hold keyed state in many small blocks; with transparent huge pages for malloc's
-    // arenas (glibc >= 2.35; the kernel's THP mode "madvise" is common) a restore ran ~35% and
-    // a keyed window ~15% faster on the build machine, from fewer page faults. A value the
-    // user set is kept; older glibc ignores the tunable.
-    ::setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1", 0);
     for (const auto& task : job_.plan.tasks) {
       const pipeline::Chain& chain = job_.plan.chains[static_cast<std::size_t>(task.chain)];
       TaskRuntime rt;
       rt.task = &task;
       rt.label = pipeline::chain_label(job_.spec, chain) + "[" + std::to_string(task.subtask) + "]";
-      ChildSpec spec;
-      spec.executable = options_.self_executable;
-      spec.args = {"worker",
-                   "--job-dir", registration_->dir().string(),
-                   "--base-dir", job_.spec.base_dir.string(),
-                   "--file-name", job_.spec.file.string(),
-                   "--socket-dir", registration_->socket_dir().string(),
-                   "--task", std::to_string(task.id),
-                   "--coordinator", control_endpoint,
-                   "--transport", options_.transport,
-                   "--attempt", std::to_string(attempt_)};
-      if (!restore_from_.empty()) spec.args.insert(spec.args.end(), {"--restore", restore_from_.string()});
+      WorkerLaunch launch;
+      launch.task = task.id;
+      launch.label = rt.label;
+      launch.worker_args = {"--job-dir", registration_->dir().string(),
+                            "--base-dir", job_.spec.base_dir.string(),
+                            "--file-name", job_.spec.file.string(),
+                            "--socket-dir", registration_->socket_dir().string(),
+                            "--task", std::to_string(task.id),
+                            "--coordinator", control_endpoint,
+                            "--transport", options_.transport,
+                            "--attempt", std::to_string(attempt_)};
+      auto& args = launch.worker_args;
+      if (!restore_from_.empty()) args.insert(args.end(), {"--restore", restore_from_.string()});
       if (checkpoints_.interval.count() > 0)
-        spec.args.insert(spec.args.end(),
-                         {"--spool-dir", spool_janitor_->dir().string(), "--run-tag", outcome_.job_id});
-      spec.args.insert(spec.args.end(), options_.worker_log_flags.begin(), options_.worker_log_flags.end());
+        args.insert(args.end(), {"--spool-dir", spool_janitor_->dir().string(), "--run-tag", outcome_.job_id});
+      args.insert(args.end(), options_.worker_log_flags.begin(), options_.worker_log_flags.end());
       const pipeline::NodeSpec& head = job_.spec.nodes[chain.nodes.front()];
-      spec.inherit_stdin = head.role == pipeline::NodeRole::Source && head.type == "stdin";
-      rt.process = std::make_unique<ChildProcess>(spec);
+      launch.inherit_stdin = head.role == pipeline::NodeRole::Source && head.type == "stdin";
+      rt.process = launcher_->start(launch);
       rt.last_seen = Clock::now();
       tasks_.push_back(std::move(rt));
     }
@@ -946,6 +943,7 @@ private:
 
   LoadedJob job_; // replaced by a rescale
   const RunOptions& options_;
+  std::unique_ptr<Launcher> launcher_;
   CheckpointSettings checkpoints_;
   RestartSettings restart_;
   std::unique_ptr<CheckpointDirLock> lock_;
