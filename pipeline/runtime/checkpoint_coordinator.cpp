@@ -4,6 +4,9 @@
 
 #include "operators/wall_clock.hpp"
 #include "pipeline/runtime/checkpoint_metadata.hpp"
+#include "pipeline/runtime/checkpoint_restore.hpp"
+#include "pipeline/spec/schema_check.hpp"
+#include "state/error.hpp"
 
 namespace streamctl::runtime {
 
@@ -23,6 +26,16 @@ transport::ControlMessage error_reply(const std::string& message) {
 }
 
 } // namespace
+
+void check_restore(const std::filesystem::path& path, const pipeline::PipelineSpec& spec, bool allow_non_restored) {
+  auto restore = CheckpointRestore::open(path);
+  if (!restore) throw Error(ErrorKind::Snapshot, restore.error());
+  // Every segment's checksums, before anything starts: a damaged file is refused here with
+  // exit 3, not found by a worker half-way through its restore.
+  if (auto ok = restore->verify(); !ok) throw Error(ErrorKind::Snapshot, ok.error());
+  auto problems = check_restore_compatible(*restore, spec, allow_non_restored);
+  if (!problems.empty()) throw Error(ErrorKind::Snapshot, pipeline::detail::join(problems, "\n"));
+}
 
 CheckpointCoordinator::CheckpointCoordinator(const LoadedJob& job, const CheckpointSettings& settings,
                                              std::string job_id, std::optional<std::filesystem::path> latest,

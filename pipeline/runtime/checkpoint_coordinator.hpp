@@ -44,6 +44,10 @@ public:
   virtual void drain_instead() = 0;
 };
 
+// The restore a job starts from must fit its pipeline (SPEC §7). Throws Error(Snapshot) (exit
+// 3) when `path` cannot be read, is damaged, or does not fit `spec`.
+void check_restore(const std::filesystem::path& path, const pipeline::PipelineSpec& spec, bool allow_non_restored);
+
 class CheckpointCoordinator {
 public:
   // `latest`: the snapshot the job starts from, if any; `job` and the collaborators must

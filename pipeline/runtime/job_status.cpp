@@ -1,7 +1,9 @@
 #include "pipeline/runtime/job_status.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
+#include "pipeline/runtime/job_metrics.hpp"
 #include "state/json_writer.hpp"
 
 namespace streamctl::runtime {
@@ -34,6 +36,15 @@ std::string status_json(const LoadedJob& job, const WorkerPool& workers) {
     out += "]}";
   }
   return out + "]";
+}
+
+std::string describe_totals(const pipeline::PipelineSpec& spec, const std::vector<std::vector<NodeMetrics>>& per_task,
+                            double seconds) {
+  JobTotals totals = sum_metrics(spec, per_task);
+  char rate[32];
+  std::snprintf(rate, sizeof rate, "%.0f", seconds > 0 ? static_cast<double>(totals.read) / seconds : 0.0);
+  return std::to_string(totals.read) + " records read, " + std::to_string(totals.written) + " written, " +
+         std::to_string(totals.bad) + " bad, " + rate + " records/s read";
 }
 
 std::string describe_parallelism(const pipeline::PipelineSpec& spec) {

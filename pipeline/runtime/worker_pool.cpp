@@ -3,6 +3,8 @@
 #include <sys/wait.h>
 #include <thread>
 
+#include "pipeline/spec/schema_check.hpp"
+
 namespace streamctl::runtime {
 
 using namespace std::chrono_literals;
@@ -122,17 +124,28 @@ void WorkerPool::end_all(const char* message, std::chrono::milliseconds grace, s
   }
 }
 
-std::vector<std::string> WorkerPool::release() {
+WorkerPool::Release WorkerPool::release() {
   send_all(transport::ControlMessage{"RELEASE", {}});
-  std::vector<std::string> unclean;
+  Release out;
   for (auto& t : tasks_) {
     if (!t.process->running()) continue;
     int status = 0;
     if (::waitpid(t.process->pid(), &status, 0) != t.process->pid()) continue;
     t.process->reaped(status);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) unclean.push_back(t.label);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) out.unclean.push_back(t.label);
   }
-  return unclean;
+  if (out.unclean.empty()) return out;
+  std::vector<std::string> reasons;
+  bool other = false;
+  while (auto in = control_.receive()) {
+    const auto& m = in->message;
+    if (!m || m->type != "FAILED" || m->get_int("attempt", -1) != attempt_) continue;
+    reasons.push_back(m->get("message") + " (in " + m->get("chain") + ")");
+    (m->get("kind") == "output_closed" ? out.reader_gone : other) = true;
+  }
+  out.reasons = pipeline::detail::join(reasons, "; ");
+  out.reader_gone = out.reader_gone && !other;
+  return out;
 }
 
 std::optional<WorkerPool::Reaped> WorkerPool::reap_next() {
@@ -147,10 +160,15 @@ std::optional<WorkerPool::Reaped> WorkerPool::reap_next() {
   return Reaped{pid, nullptr};
 }
 
-TaskRuntime* WorkerPool::silent_worker(Clock::time_point now, std::chrono::milliseconds timeout) {
-  for (auto& t : tasks_)
-    if (t.process->running() && !t.finished && now - t.last_seen >= timeout) return &t;
-  return nullptr;
+std::optional<std::string> WorkerPool::kill_silent_worker(Clock::time_point now, std::chrono::milliseconds timeout) {
+  for (auto& t : tasks_) {
+    if (!t.process->running() || t.finished || now - t.last_seen < timeout) continue;
+    auto silent = std::chrono::duration_cast<std::chrono::seconds>(now - t.last_seen).count();
+    t.process->kill_and_reap();
+    return "worker for " + t.label + " (pid " + std::to_string(t.process->pid()) + ") sent no heartbeat for " +
+           std::to_string(silent) + " s";
+  }
+  return std::nullopt;
 }
 
 } // namespace streamctl::runtime

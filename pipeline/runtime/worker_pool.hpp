@@ -96,8 +96,16 @@ public:
   // HALT (end without publishing more), a grace period, then SIGKILL.
   void halt_all();
   // RELEASE (every task has finished: exit), then waits for every worker to exit so that its
-  // output is flushed. Returns the labels of those that did not exit 0.
-  std::vector<std::string> release();
+  // output is flushed.
+  struct Release {
+    std::vector<std::string> unclean; // labels of the workers that did not exit 0
+    // When some did not: the reasons of this attempt's FAILED messages waiting on the control
+    // channel, read without acting on them (after RELEASE a failure is not restarted), and
+    // whether every one of them says that the reader of stdout has gone.
+    std::string reasons;
+    bool reader_gone = false;
+  };
+  Release release();
 
   struct Reaped {
     pid_t pid = 0;
@@ -105,8 +113,9 @@ public:
   };
   // Reaps one exited child of this process (waitpid(-1), not blocking), if any.
   std::optional<Reaped> reap_next();
-  // A running, unfinished worker not heard from within `timeout`, if any.
-  TaskRuntime* silent_worker(Clock::time_point now, std::chrono::milliseconds timeout);
+  // Kills the first running, unfinished worker not heard from within `timeout`, if any, and
+  // says so: "worker for LABEL (pid N) sent no heartbeat for S s".
+  std::optional<std::string> kill_silent_worker(Clock::time_point now, std::chrono::milliseconds timeout);
 
 private:
   void end_all(const char* message, std::chrono::milliseconds grace, std::chrono::milliseconds poll);
