@@ -27,7 +27,8 @@ transport::ControlMessage error_reply(const std::string& message) {
 
 } // namespace
 
-void check_restore(const std::filesystem::path& path, const pipeline::PipelineSpec& spec, bool allow_non_restored) {
+void check_restore(const std::filesystem::path& path, const pipeline::PipelineSpec& spec,
+                   bool allow_non_restored) {
   auto restore = CheckpointRestore::open(path);
   if (!restore) throw Error(ErrorKind::Snapshot, restore.error());
   // Every segment's checksums, before anything starts: a damaged file is refused here with
@@ -37,13 +38,15 @@ void check_restore(const std::filesystem::path& path, const pipeline::PipelineSp
   if (!problems.empty()) throw Error(ErrorKind::Snapshot, pipeline::detail::join(problems, "\n"));
 }
 
-CheckpointCoordinator::CheckpointCoordinator(const LoadedJob& job, const CheckpointSettings& settings,
-                                             std::string job_id, std::optional<std::filesystem::path> latest,
-                                             WorkerPool& workers, ControlChannel& control, SpoolJanitor& spool,
-                                             CheckpointListener& listener, spdlog::logger& log)
-    : job_(job), settings_(settings), job_id_(std::move(job_id)), workers_(workers), control_(control),
-      spool_(spool), listener_(listener), log_(log), next_id_(next_checkpoint_id(settings.root)),
-      latest_completed_(std::move(latest)) {}
+CheckpointCoordinator::CheckpointCoordinator(const LoadedJob& job,
+                                             const CheckpointSettings& settings, std::string job_id,
+                                             std::optional<std::filesystem::path> latest,
+                                             WorkerPool& workers, ControlChannel& control,
+                                             SpoolJanitor& spool, CheckpointListener& listener,
+                                             spdlog::logger& log)
+    : job_(job), settings_(settings), job_id_(std::move(job_id)), workers_(workers),
+      control_(control), spool_(spool), listener_(listener), log_(log),
+      next_id_(next_checkpoint_id(settings.root)), latest_completed_(std::move(latest)) {}
 
 void CheckpointCoordinator::begin_attempt(const std::filesystem::path& restored_from) {
   restored_from_ = restored_from;
@@ -105,7 +108,8 @@ void CheckpointCoordinator::on_ack(std::size_t task, const transport::ControlMes
   const auto& chain = job_.plan.chains[static_cast<std::size_t>(t.task->chain)];
   CheckpointTaskFile f;
   f.file = m.get("file");
-  for (std::size_t n : chain.nodes) f.nodes.push_back(job_.spec.nodes[n].name);
+  for (std::size_t n : chain.nodes)
+    f.nodes.push_back(job_.spec.nodes[n].name);
   f.subtask = t.task->subtask;
   f.parallelism = chain.parallelism;
   f.bytes = static_cast<std::uint64_t>(m.get_int("bytes", 0));
@@ -114,7 +118,8 @@ void CheckpointCoordinator::on_ack(std::size_t task, const transport::ControlMes
   if (++pending_->acked == workers_.size()) complete();
 }
 
-void CheckpointCoordinator::on_decline(const TaskRuntime& task, const transport::ControlMessage& m) {
+void CheckpointCoordinator::on_decline(const TaskRuntime& task,
+                                       const transport::ControlMessage& m) {
   if (pending_ && static_cast<std::uint64_t>(m.get_int("checkpoint", 0)) == pending_->id)
     abort_pending(task.label + " could not write its snapshot: " + m.get("message"), true);
 }
@@ -151,11 +156,14 @@ void CheckpointCoordinator::complete() {
     return;
   }
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - p.started).count();
-  if (r.savepoint) log_.info("savepoint {} complete: {} ({} bytes, {} ms)", p.id, r.dir.string(), bytes, ms);
-  else log_.debug("checkpoint {} complete: {} bytes in {} ms", p.id, bytes, ms);
+  if (r.savepoint)
+    log_.info("savepoint {} complete: {} ({} bytes, {} ms)", p.id, r.dir.string(), bytes, ms);
+  else
+    log_.debug("checkpoint {} complete: {} bytes in {} ms", p.id, bytes, ms);
   latest_completed_ = r.dir;
   listener_.checkpoint_completed(r.dir);
-  workers_.send_all(transport::ControlMessage{"COMMIT", {}}.set("checkpoint", std::to_string(p.id)));
+  workers_.send_all(
+      transport::ControlMessage{"COMMIT", {}}.set("checkpoint", std::to_string(p.id)));
   if (!r.savepoint) {
     prune();
     spool_.sweep_live(restored_from_);
@@ -166,7 +174,8 @@ void CheckpointCoordinator::complete() {
     listener_.rescale_ready(std::move(*p.request.rescaled), r.client, p.started);
     return;
   }
-  if (!r.client.empty()) control_.send(r.client, transport::ControlMessage{"OK", {}}.set("path", r.dir.string()));
+  if (!r.client.empty())
+    control_.send(r.client, transport::ControlMessage{"OK", {}}.set("path", r.dir.string()));
   if (r.stop_after) {
     workers_.halt_all();
     listener_.stopped_at(r.dir);
@@ -179,11 +188,15 @@ void CheckpointCoordinator::abort_pending(const std::string& why, bool error) {
   pending_.reset();
   const Request& r = p.request;
   const char* what = r.savepoint ? "savepoint" : "checkpoint";
-  if (error) log_.error("{} {} failed: {}; the job goes on", what, p.id, why);
-  else log_.debug("{} {} given up: {}", what, p.id, why);
+  if (error)
+    log_.error("{} {} failed: {}; the job goes on", what, p.id, why);
+  else
+    log_.debug("{} {} given up: {}", what, p.id, why);
   std::error_code ec;
-  if (!r.savepoint || r.dir.filename().string().rfind("savepoint-", 0) == 0) std::filesystem::remove_all(r.dir, ec);
-  if (!r.client.empty()) control_.send(r.client, error_reply(what + std::string(" failed: ") + why));
+  if (!r.savepoint || r.dir.filename().string().rfind("savepoint-", 0) == 0)
+    std::filesystem::remove_all(r.dir, ec);
+  if (!r.client.empty())
+    control_.send(r.client, error_reply(what + std::string(" failed: ") + why));
   if (!r.stop_after) return;
   if (r.at_end) {
     log_.error("the {} that was to stop the job failed: draining the job instead", what);
@@ -198,12 +211,15 @@ std::filesystem::path CheckpointCoordinator::next_checkpoint_dir() const {
   return settings_.root / ("chk-" + std::to_string(next_id_));
 }
 
-std::filesystem::path CheckpointCoordinator::savepoint_dir(const std::filesystem::path& parent) const {
-  return (parent.empty() ? settings_.root : parent) / ("savepoint-" + utc_stamp() + "-" + std::to_string(next_id_));
+std::filesystem::path
+CheckpointCoordinator::savepoint_dir(const std::filesystem::path& parent) const {
+  return (parent.empty() ? settings_.root : parent) /
+         ("savepoint-" + utc_stamp() + "-" + std::to_string(next_id_));
 }
 
 void CheckpointCoordinator::prune() const {
-  for (const auto& problem : prune_checkpoints(settings_.root, settings_.retain, std::nullopt)) log_.warn("{}", problem);
+  for (const auto& problem : prune_checkpoints(settings_.root, settings_.retain, std::nullopt))
+    log_.warn("{}", problem);
 }
 
 } // namespace streamctl::runtime

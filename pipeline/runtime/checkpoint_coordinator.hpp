@@ -37,7 +37,8 @@ public:
   virtual void checkpoint_completed(const std::filesystem::path& dir) = 0;
   // The savepoint of a rescale is complete and every worker has halted: the job is to start
   // `next` from it; `client` awaits the answer; `halted` is when the sources stopped.
-  virtual void rescale_ready(LoadedJob next, const std::string& client, Clock::time_point halted) = 0;
+  virtual void rescale_ready(LoadedJob next, const std::string& client,
+                             Clock::time_point halted) = 0;
   // The snapshot that stops the job is complete and every worker has halted.
   virtual void stopped_at(const std::filesystem::path& snapshot) = 0;
   // The snapshot that was to end the job at the end of its input failed: drain instead.
@@ -46,15 +47,17 @@ public:
 
 // The restore a job starts from must fit its pipeline (SPEC §7). Throws Error(Snapshot) (exit
 // 3) when `path` cannot be read, is damaged, or does not fit `spec`.
-void check_restore(const std::filesystem::path& path, const pipeline::PipelineSpec& spec, bool allow_non_restored);
+void check_restore(const std::filesystem::path& path, const pipeline::PipelineSpec& spec,
+                   bool allow_non_restored);
 
 class CheckpointCoordinator {
 public:
   // `latest`: the snapshot the job starts from, if any; `job` and the collaborators must
   // outlive this object (`job` may be reassigned by a rescale).
-  CheckpointCoordinator(const LoadedJob& job, const CheckpointSettings& settings, std::string job_id,
-                        std::optional<std::filesystem::path> latest, WorkerPool& workers, ControlChannel& control,
-                        SpoolJanitor& spool, CheckpointListener& listener, spdlog::logger& log);
+  CheckpointCoordinator(const LoadedJob& job, const CheckpointSettings& settings,
+                        std::string job_id, std::optional<std::filesystem::path> latest,
+                        WorkerPool& workers, ControlChannel& control, SpoolJanitor& spool,
+                        CheckpointListener& listener, spdlog::logger& log);
 
   // Periodic checkpoints are configured ([checkpoint] interval).
   bool enabled() const { return settings_.interval.count() > 0; }

@@ -6,8 +6,8 @@
 namespace streamctl::runtime {
 
 bool ClientCommands::is_client_command(const transport::ControlMessage& m) {
-  return m.type == "STATUS" || m.type == "STOP_JOB" || m.type == "CANCEL_JOB" || m.type == "SAVEPOINT" ||
-         m.type == "RESCALE";
+  return m.type == "STATUS" || m.type == "STOP_JOB" || m.type == "CANCEL_JOB" ||
+         m.type == "SAVEPOINT" || m.type == "RESCALE";
 }
 
 void ClientCommands::handle(const std::string& identity, const transport::ControlMessage& m) {
@@ -41,7 +41,9 @@ void ClientCommands::request_rescale(const std::string& client, const std::strin
   auto next = plan_rescale(job_, changes, limits_);
   if (!next) {
     // A request that can never work (exit 2), as against a job not ready for one (exit 1).
-    control_.send(client, transport::ControlMessage{"ERROR", {}}.set("message", next.error()).set("usage", "1"));
+    control_.send(
+        client,
+        transport::ControlMessage{"ERROR", {}}.set("message", next.error()).set("usage", "1"));
     return;
   }
   if (auto busy = why_no_savepoint_now()) {
@@ -58,18 +60,23 @@ void ClientCommands::request_rescale(const std::string& client, const std::strin
 }
 
 // `streamctl savepoint JOB [--dir]`, and `stop JOB` (a savepoint, then the job halts).
-void ClientCommands::request_savepoint(const std::string& client, const std::string& dir, bool stop_after) {
+void ClientCommands::request_savepoint(const std::string& client, const std::string& dir,
+                                       bool stop_after) {
   if (auto busy = why_no_savepoint_now()) {
     control_.send(client, transport::ControlMessage{"ERROR", {}}.set("message", *busy));
     return;
   }
   checkpoints_.abort_pending("a savepoint was requested", false);
   if (stop_after) log_.warn("stop requested by streamctl stop: taking a savepoint, then stopping");
-  checkpoints_.trigger({.dir = checkpoints_.savepoint_dir(dir), .savepoint = true, .stop_after = stop_after, .client = client});
+  checkpoints_.trigger({.dir = checkpoints_.savepoint_dir(dir),
+                        .savepoint = true,
+                        .stop_after = stop_after,
+                        .client = client});
 }
 
 std::optional<std::string> ClientCommands::why_no_savepoint_now() const {
-  if (job_control_.stopping_or_restarting() || workers_.empty()) return "the job is stopping or restarting; try again";
+  if (job_control_.stopping_or_restarting() || workers_.empty())
+    return "the job is stopping or restarting; try again";
   if (!workers_.all_running()) return "the job is starting or finishing; try again";
   if (checkpoints_.savepoint_in_progress()) return "a savepoint is already in progress";
   return std::nullopt;

@@ -39,8 +39,8 @@ class ClientCommands {
 public:
   // Every collaborator must outlive this object (`job` may be reassigned by a rescale).
   ClientCommands(const LoadedJob& job, const pipeline::WorkerLimits& limits, WorkerPool& workers,
-                 CheckpointCoordinator& checkpoints, ControlChannel& control, JobControl& control_of_job,
-                 spdlog::logger& log)
+                 CheckpointCoordinator& checkpoints, ControlChannel& control,
+                 JobControl& control_of_job, spdlog::logger& log)
       : job_(job), limits_(limits), workers_(workers), checkpoints_(checkpoints), control_(control),
         job_control_(control_of_job), log_(log) {}
 

@@ -4,13 +4,14 @@ namespace streamctl::runtime {
 
 ControlChannel::ControlChannel() : socket_(context_, zmq::socket_type::router) {}
 
-std::string ControlChannel::bind(const std::string& transport, const std::filesystem::path& socket_dir) {
+std::string ControlChannel::bind(const std::string& transport,
+                                 const std::filesystem::path& socket_dir) {
   socket_.set(zmq::sockopt::linger, 0);
   socket_.set(zmq::sockopt::router_mandatory, true);
   // A restarted worker reuses its task's identity while the dead one's pipe may linger.
   socket_.set(zmq::sockopt::router_handover, true);
-  std::string endpoint =
-      transport == "tcp" ? std::string("tcp://127.0.0.1:*") : "ipc://" + (socket_dir / "control.sock").string();
+  std::string endpoint = transport == "tcp" ? std::string("tcp://127.0.0.1:*")
+                                            : "ipc://" + (socket_dir / "control.sock").string();
   socket_.bind(endpoint);
   return socket_.get(zmq::sockopt::last_endpoint);
 }

@@ -43,7 +43,8 @@ constexpr auto kProgressEvery = 10s;
 class Coordinator {
 public:
   Coordinator(const LoadedJob& job, const RunOptions& options, spdlog::logger& log)
-      : job_(job), options_(options), log_(log), launcher_(std::make_unique<LocalLauncher>(options.self_executable)),
+      : job_(job), options_(options), log_(log),
+        launcher_(std::make_unique<LocalLauncher>(options.self_executable)),
         workers_(*launcher_, control_) {}
 
   ~Coordinator() {
@@ -64,31 +65,35 @@ public:
     restart_ = restart_settings_of(job_.spec, settings_.interval.count() > 0);
     if (settings_.interval.count() > 0)
       lock_ = std::make_unique<CheckpointDirLock>(settings_.root, job_.spec.file.string());
-    if (!options_.restore.empty()) check_restore(options_.restore, job_.spec, options_.allow_non_restored_state);
+    if (!options_.restore.empty())
+      check_restore(options_.restore, job_.spec, options_.allow_non_restored_state);
     restore_from_ = options_.restore;
 
-    registration_ = std::make_unique<JobRegistration>(options_.state_dir, job_.spec, options_.reuse_job_id);
+    registration_ =
+        std::make_unique<JobRegistration>(options_.state_dir, job_.spec, options_.reuse_job_id);
     state_ = std::make_unique<JobState>(restart_, *registration_, workers_, control_, log_);
     spool_janitor_ = std::make_unique<SpoolJanitor>(settings_.root, registration_->id(), log_);
     registration_->write_pipeline(job_.text, job_.overrides);
     clear_final_publish(registration_->dir());
-    registration_->write_run_options({{"transport", options_.transport},
-                                      {"savepoint_on_exit", options_.savepoint_on_exit ? "1" : "0"},
-                                      {"allow_non_restored_state", options_.allow_non_restored_state ? "1" : "0"},
-                                      {"max_workers", std::to_string(options_.worker_limits.per_job)},
-                                      {"max_host_workers", std::to_string(options_.worker_limits.per_host)}});
+    registration_->write_run_options(
+        {{"transport", options_.transport},
+         {"savepoint_on_exit", options_.savepoint_on_exit ? "1" : "0"},
+         {"allow_non_restored_state", options_.allow_non_restored_state ? "1" : "0"},
+         {"max_workers", std::to_string(options_.worker_limits.per_job)},
+         {"max_host_workers", std::to_string(options_.worker_limits.per_host)}});
     if (options_.on_registered) options_.on_registered(registration_->id(), registration_->dir());
 
     control_endpoint_ = control_.bind(options_.transport, registration_->socket_dir());
     registration_->set_control_endpoint(control_endpoint_);
     std::optional<std::filesystem::path> latest;
     if (!restore_from_.empty()) latest = restore_from_;
-    checkpoints_ = std::make_unique<CheckpointCoordinator>(job_, settings_, registration_->id(), latest, workers_,
-                                                           control_, *spool_janitor_, *state_, log_);
-    commands_ = std::make_unique<ClientCommands>(job_, options_.worker_limits, workers_, *checkpoints_, control_,
-                                                 *state_, log_);
-    supervisor_ = std::make_unique<Supervisor>(restart_, signals_, control_, workers_, *state_, *checkpoints_,
-                                               *commands_, log_);
+    checkpoints_ =
+        std::make_unique<CheckpointCoordinator>(job_, settings_, registration_->id(), latest,
+                                                workers_, control_, *spool_janitor_, *state_, log_);
+    commands_ = std::make_unique<ClientCommands>(job_, options_.worker_limits, workers_,
+                                                 *checkpoints_, control_, *state_, log_);
+    supervisor_ = std::make_unique<Supervisor>(restart_, signals_, control_, workers_, *state_,
+                                               *checkpoints_, *commands_, log_);
 
     for (;;) {
       launch();
@@ -139,7 +144,8 @@ private:
     ++attempt_;
     restore_from_ = *checkpoints_->latest_completed();
     registration_->write_pipeline(job_.text, job_.overrides);
-    log_.info("rescaling: restarting with {} from {}", describe_parallelism(job_.spec), restore_from_.string());
+    log_.info("rescaling: restarting with {} from {}", describe_parallelism(job_.spec),
+              restore_from_.string());
   }
 
   // After a failure: every worker goes, and after the strategy's delay the job starts again
@@ -152,14 +158,16 @@ private:
     if (const auto& latest = checkpoints_->latest_completed()) restore_from_ = *latest;
     spool_janitor_->sweep_live(restore_from_);
     auto delay = restart_.delay_before(restarts);
-    log_.warn("restarting the job (attempt {} of {}) in {} ms from {}: {}", restarts, restart_.max_attempts,
-              delay.count(), restore_from_.empty() ? std::string("the beginning") : restore_from_.string(),
+    log_.warn("restarting the job (attempt {} of {}) in {} ms from {}: {}", restarts,
+              restart_.max_attempts, delay.count(),
+              restore_from_.empty() ? std::string("the beginning") : restore_from_.string(),
               state_->last_failure());
     state_->record("restarting");
     state_->set_restarting(true);
     auto until = Clock::now() + delay;
     while (Clock::now() < until && !state_->ended() && !state_->stopping())
-      supervisor_->poll_once(std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()) + 1ms);
+      supervisor_->poll_once(
+          std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()) + 1ms);
     state_->set_restarting(false);
     return state_->restart_may_go_on();
   }
@@ -169,7 +177,8 @@ private:
     auto deadline = Clock::now() + kStartupTimeout;
     while (!workers_.all_ready()) {
       if (Clock::now() > deadline) {
-        supervisor_->task_failed("workers did not start within " + std::to_string(kStartupTimeout.count()) + "s");
+        supervisor_->task_failed("workers did not start within " +
+                                 std::to_string(kStartupTimeout.count()) + "s");
         return false;
       }
       if (!supervisor_->poll_once(200ms)) return false;
@@ -228,11 +237,14 @@ private:
         state_->fail("");
         return;
       }
-      state_->fail("the final output of " + pipeline::detail::join(release.unclean, ", ") + " could not be published" +
-                   (release.reasons.empty() ? std::string() : ": " + release.reasons) + "; it may be incomplete");
+      state_->fail("the final output of " + pipeline::detail::join(release.unclean, ", ") +
+                   " could not be published" +
+                   (release.reasons.empty() ? std::string() : ": " + release.reasons) +
+                   "; it may be incomplete");
       return;
     }
-    for (const auto& t : workers_.tasks()) log_.debug("{}: {}", t.label, encode_metrics(t.metrics));
+    for (const auto& t : workers_.tasks())
+      log_.debug("{}: {}", t.label, encode_metrics(t.metrics));
     log_.info("job {} finished: {}", registration_->id(), describe_totals());
     spool_janitor_->sweep_drained();
   }

@@ -13,7 +13,8 @@ bool JobState::task_failed(std::string reason) {
     return true;
   }
   if (strategy && restarts_ >= restart_.max_attempts)
-    reason += " (after " + std::to_string(restarts_) + " restart(s): [restart] max_attempts reached)";
+    reason +=
+        " (after " + std::to_string(restarts_) + " restart(s): [restart] max_attempts reached)";
   fail(reason);
   return false;
 }
@@ -42,7 +43,8 @@ bool JobState::worker_failed(const transport::ControlMessage& m) {
 void JobState::fail(const std::string& reason) {
   if (ended_) return;
   if (!rescale_client_.empty()) {
-    control_.send(rescale_client_, transport::ControlMessage{"ERROR", {}}.set("message", "the job failed: " + reason));
+    control_.send(rescale_client_, transport::ControlMessage{"ERROR", {}}.set(
+                                       "message", "the job failed: " + reason));
     rescale_client_.clear();
   }
   outcome_.error = reason;
@@ -92,10 +94,14 @@ LoadedJob JobState::take_rescaled() {
   return next;
 }
 
-void JobState::attempt_flowing(const std::filesystem::path& snapshot, const std::string& parallelism) {
+void JobState::attempt_flowing(const std::filesystem::path& snapshot,
+                               const std::string& parallelism) {
   if (rescale_client_.empty()) return;
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - rescale_halted_).count();
-  log_.info("rescaled in {} ms (from the savepoint that stopped the sources to records flowing again)", ms);
+  auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - rescale_halted_).count();
+  log_.info(
+      "rescaled in {} ms (from the savepoint that stopped the sources to records flowing again)",
+      ms);
   control_.send(rescale_client_, transport::ControlMessage{"OK", {}}
                                      .set("path", snapshot.string())
                                      .set("parallelism", parallelism)
@@ -125,7 +131,8 @@ void JobState::stopped_at(const std::filesystem::path& snapshot) {
   final_state_ = "stopped";
   ended_ = true;
   bool savepoint = snapshot.filename().string().rfind("savepoint-", 0) == 0;
-  log_.info("job {} stopped with {} {}", outcome_.job_id, savepoint ? "savepoint" : "checkpoint", snapshot.string());
+  log_.info("job {} stopped with {} {}", outcome_.job_id, savepoint ? "savepoint" : "checkpoint",
+            snapshot.string());
 }
 
 std::string JobState::state() const {

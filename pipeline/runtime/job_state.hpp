@@ -32,7 +32,8 @@ public:
   // The collaborators must outlive this object.
   JobState(const RestartSettings& restart, JobRegistration& registration, WorkerPool& workers,
            ControlChannel& control, spdlog::logger& log)
-      : restart_(restart), registration_(registration), workers_(workers), control_(control), log_(log) {
+      : restart_(restart), registration_(registration), workers_(workers), control_(control),
+        log_(log) {
     outcome_.job_id = registration.id();
   }
 
@@ -84,7 +85,9 @@ public:
   // JobControl
   std::string state() const override;
   int restarts() const override { return restarts_; }
-  bool stopping_or_restarting() const override { return stopping_ || restart_pending_ || restarting_; }
+  bool stopping_or_restarting() const override {
+    return stopping_ || restart_pending_ || restarting_;
+  }
   void drain() override { request_stop(); }
   void cancel(const std::string& reason) override;
 

@@ -29,7 +29,8 @@ std::string status_json(const LoadedJob& job, const WorkerPool& workers) {
       first = false;
       out += "{\"index\":" + std::to_string(t.task->subtask) + ",\"host\":";
       state::append_json_string(t.host.empty() ? "localhost" : t.host, out);
-      out += ",\"pid\":" + std::to_string(t.process->pid()) + ",\"records_in\":" + std::to_string(m.records_in) +
+      out += ",\"pid\":" + std::to_string(t.process->pid()) +
+             ",\"records_in\":" + std::to_string(m.records_in) +
              ",\"records_out\":" + std::to_string(m.records_out) +
              ",\"bad_records\":" + std::to_string(m.bad_records) + "}";
     }
@@ -38,13 +39,14 @@ std::string status_json(const LoadedJob& job, const WorkerPool& workers) {
   return out + "]";
 }
 
-std::string describe_totals(const pipeline::PipelineSpec& spec, const std::vector<std::vector<NodeMetrics>>& per_task,
-                            double seconds) {
+std::string describe_totals(const pipeline::PipelineSpec& spec,
+                            const std::vector<std::vector<NodeMetrics>>& per_task, double seconds) {
   JobTotals totals = sum_metrics(spec, per_task);
   char rate[32];
-  std::snprintf(rate, sizeof rate, "%.0f", seconds > 0 ? static_cast<double>(totals.read) / seconds : 0.0);
-  return std::to_string(totals.read) + " records read, " + std::to_string(totals.written) + " written, " +
-         std::to_string(totals.bad) + " bad, " + rate + " records/s read";
+  std::snprintf(rate, sizeof rate, "%.0f",
+                seconds > 0 ? static_cast<double>(totals.read) / seconds : 0.0);
+  return std::to_string(totals.read) + " records read, " + std::to_string(totals.written) +
+         " written, " + std::to_string(totals.bad) + " bad, " + rate + " records/s read";
 }
 
 std::string describe_parallelism(const pipeline::PipelineSpec& spec) {

@@ -15,8 +15,8 @@ namespace streamctl::runtime {
 std::string status_json(const LoadedJob& job, const WorkerPool& workers);
 
 // "1200 records read, 1100 written, 3 bad, 400 records/s read": the progress and end lines.
-std::string describe_totals(const pipeline::PipelineSpec& spec, const std::vector<std::vector<NodeMetrics>>& per_task,
-                            double seconds);
+std::string describe_totals(const pipeline::PipelineSpec& spec,
+                            const std::vector<std::vector<NodeMetrics>>& per_task, double seconds);
 
 // "clicks=2, counts=4": every node's parallelism, for messages.
 std::string describe_parallelism(const pipeline::PipelineSpec& spec);

@@ -14,7 +14,8 @@ namespace streamctl::runtime {
 class LocalLauncher : public Launcher {
 public:
   // `self_executable`: the streamctl binary the workers run (RunOptions::self_executable).
-  explicit LocalLauncher(std::string self_executable) : self_executable_(std::move(self_executable)) {}
+  explicit LocalLauncher(std::string self_executable)
+      : self_executable_(std::move(self_executable)) {}
 
   std::string_view name() const override { return "local"; }
   // No hosts to reach: every worker runs here.

@@ -7,7 +7,8 @@
 
 namespace streamctl::runtime {
 
-Result<LoadedJob> plan_rescale(const LoadedJob& job, const std::string& changes, const pipeline::WorkerLimits& limits) {
+Result<LoadedJob> plan_rescale(const LoadedJob& job, const std::string& changes,
+                               const pipeline::WorkerLimits& limits) {
   std::vector<std::string> all = job.overrides;
   for (std::size_t start = 0; start < changes.size();) {
     auto end = changes.find('\n', start);
@@ -25,7 +26,8 @@ Result<LoadedJob> plan_rescale(const LoadedJob& job, const std::string& changes,
     for (const auto& n : job.spec.nodes)
       if (n.name == name) node = &n;
     if (!node) return fail("the job has no node '" + name + "'");
-    all.push_back(std::string(pipeline::role_name(node->role)) + "s." + name + ".parallelism" + line.substr(eq));
+    all.push_back(std::string(pipeline::role_name(node->role)) + "s." + name + ".parallelism" +
+                  line.substr(eq));
   }
   std::optional<LoadedJob> next;
   try {
@@ -38,8 +40,9 @@ Result<LoadedJob> plan_rescale(const LoadedJob& job, const std::string& changes,
   }
   for (const auto& node : next->spec.nodes)
     if (next->spec.parallelism_of(node) > next->spec.max_parallelism)
-      return fail("node '" + node.name + "': parallelism " + std::to_string(next->spec.parallelism_of(node)) +
-                  " is above max_parallelism " + std::to_string(next->spec.max_parallelism));
+      return fail("node '" + node.name + "': parallelism " +
+                  std::to_string(next->spec.parallelism_of(node)) + " is above max_parallelism " +
+                  std::to_string(next->spec.max_parallelism));
   return std::move(*next);
 }
 

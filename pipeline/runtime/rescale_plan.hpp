@@ -14,6 +14,7 @@ namespace streamctl::runtime {
 // applied as --set overrides after `job`'s own. Fails, saying why, when a node is unknown,
 // the result is not a valid job, exceeds `limits`, or a parallelism exceeds max_parallelism:
 // requests that can never work, as against a job not ready for one.
-Result<LoadedJob> plan_rescale(const LoadedJob& job, const std::string& changes, const pipeline::WorkerLimits& limits);
+Result<LoadedJob> plan_rescale(const LoadedJob& job, const std::string& changes,
+                               const pipeline::WorkerLimits& limits);
 
 } // namespace streamctl::runtime

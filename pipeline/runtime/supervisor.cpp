@@ -12,7 +12,8 @@ namespace streamctl::runtime {
 using namespace std::chrono_literals;
 
 bool Supervisor::poll_once(std::chrono::milliseconds timeout) {
-  zmq::pollitem_t items[] = {{control_.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, signals_.fd(), ZMQ_POLLIN, 0}};
+  zmq::pollitem_t items[] = {{control_.handle(), 0, ZMQ_POLLIN, 0},
+                             {nullptr, signals_.fd(), ZMQ_POLLIN, 0}};
   zmq::poll(items, 2, std::max(timeout, 0ms));
   if (items[0].revents & ZMQ_POLLIN)
     while (auto in = control_.receive()) {
@@ -38,8 +39,10 @@ void Supervisor::drain_messages() {
 
 void Supervisor::dispatch(const ControlChannel::Incoming& in) {
   if (!in.message) return;
-  if (ClientCommands::is_client_command(*in.message)) commands_.handle(in.identity, *in.message);
-  else handle_message(*in.message);
+  if (ClientCommands::is_client_command(*in.message))
+    commands_.handle(in.identity, *in.message);
+  else
+    handle_message(*in.message);
 }
 
 // A message of a worker of the running attempt (older attempts' are dropped).
@@ -86,10 +89,12 @@ void Supervisor::handle_signal(int sig) {
     // SPEC §2: sinks commit what the last completed checkpoint covers. Draining instead
     // would publish output that no checkpoint covers, and a later --resume from the last
     // checkpoint would publish it again.
-    log_.warn("{} received: taking a last checkpoint, then stopping (send it again to cancel)", ::strsignal(sig));
+    log_.warn("{} received: taking a last checkpoint, then stopping (send it again to cancel)",
+              ::strsignal(sig));
     checkpoints_.abort_pending("the job is stopping", false);
     // at_end: if it fails, drain.
-    if (!checkpoints_.trigger({.dir = checkpoints_.next_checkpoint_dir(), .stop_after = true, .at_end = true}))
+    if (!checkpoints_.trigger(
+            {.dir = checkpoints_.next_checkpoint_dir(), .stop_after = true, .at_end = true}))
       state_.request_stop();
     return;
   }
@@ -99,8 +104,9 @@ void Supervisor::handle_signal(int sig) {
 
 // A job that takes checkpoints, with every task running, stops at a last checkpoint.
 bool Supervisor::can_stop_at_checkpoint() const {
-  return checkpoints_.enabled() && !state_.stopping() && !state_.interrupted() && !checkpoints_.savepoint_in_progress() &&
-         !workers_.empty() && workers_.all_running() && checkpoints_.exhausted_sources() == 0;
+  return checkpoints_.enabled() && !state_.stopping() && !state_.interrupted() &&
+         !checkpoints_.savepoint_in_progress() && !workers_.empty() && workers_.all_running() &&
+         checkpoints_.exhausted_sources() == 0;
 }
 
 void Supervisor::reap_children() {
@@ -113,12 +119,14 @@ void Supervisor::reap_children() {
     // A FAILED message, if the worker managed to send one, is the better reason.
     drain_messages();
     if (!state_.ended() && !(t->finished && clean))
-      task_failed("worker for " + t->label + " (pid " + std::to_string(child->pid) + ") " + t->process->describe_exit());
+      task_failed("worker for " + t->label + " (pid " + std::to_string(child->pid) + ") " +
+                  t->process->describe_exit());
   }
 }
 
 void Supervisor::check_heartbeats(Clock::time_point now) {
-  if (auto silent = workers_.kill_silent_worker(now, restart_.heartbeat_timeout)) task_failed(*silent);
+  if (auto silent = workers_.kill_silent_worker(now, restart_.heartbeat_timeout))
+    task_failed(*silent);
 }
 
 void Supervisor::task_failed(std::string reason) {

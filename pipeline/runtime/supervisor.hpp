@@ -25,8 +25,9 @@ namespace streamctl::runtime {
 class Supervisor {
 public:
   // Every collaborator must outlive this object.
-  Supervisor(const RestartSettings& restart, SignalChannel& signals, ControlChannel& control, WorkerPool& workers,
-             JobState& state, CheckpointCoordinator& checkpoints, ClientCommands& commands, spdlog::logger& log)
+  Supervisor(const RestartSettings& restart, SignalChannel& signals, ControlChannel& control,
+             WorkerPool& workers, JobState& state, CheckpointCoordinator& checkpoints,
+             ClientCommands& commands, spdlog::logger& log)
       : restart_(restart), signals_(signals), control_(control), workers_(workers), state_(state),
         checkpoints_(checkpoints), commands_(commands), log_(log) {}
 

@@ -32,17 +32,15 @@ void WorkerPool::start(const LoadedJob& job, const AttemptArgs& args) {
     launch.task = task.id;
     launch.label = rt.label;
     launch.host = rt.host;
-    launch.worker_args = {"--job-dir", args.job_dir.string(),
-                          "--base-dir", job.spec.base_dir.string(),
-                          "--file-name", job.spec.file.string(),
-                          "--socket-dir", args.socket_dir.string(),
-                          "--task", std::to_string(task.id),
-                          "--coordinator", args.control_endpoint,
-                          "--transport", args.transport,
-                          "--attempt", std::to_string(args.attempt)};
+    launch.worker_args = {
+        "--job-dir",   args.job_dir.string(),   "--base-dir",    job.spec.base_dir.string(),
+        "--file-name", job.spec.file.string(),  "--socket-dir",  args.socket_dir.string(),
+        "--task",      std::to_string(task.id), "--coordinator", args.control_endpoint,
+        "--transport", args.transport,          "--attempt",     std::to_string(args.attempt)};
     auto& argv = launch.worker_args;
     if (!args.restore.empty()) argv.insert(argv.end(), {"--restore", args.restore.string()});
-    if (!args.spool_dir.empty()) argv.insert(argv.end(), {"--spool-dir", args.spool_dir.string(), "--run-tag", args.run_tag});
+    if (!args.spool_dir.empty())
+      argv.insert(argv.end(), {"--spool-dir", args.spool_dir.string(), "--run-tag", args.run_tag});
     argv.insert(argv.end(), args.log_flags.begin(), args.log_flags.end());
     launch.inherit_stdin = rt.source && head.type == "stdin";
     rt.process = launcher_.start(launch);
@@ -53,7 +51,8 @@ void WorkerPool::start(const LoadedJob& job, const AttemptArgs& args) {
 
 std::optional<std::size_t> WorkerPool::sender_of(const transport::ControlMessage& m) const {
   auto index = static_cast<std::size_t>(m.get_int("task", -1));
-  if (index >= tasks_.size() || m.get_int("attempt", -1) != attempt_) return std::nullopt; // an older attempt's
+  if (index >= tasks_.size() || m.get_int("attempt", -1) != attempt_)
+    return std::nullopt; // an older attempt's
   return index;
 }
 
@@ -77,19 +76,22 @@ bool WorkerPool::none_finished() const {
 
 std::size_t WorkerPool::source_count() const {
   std::size_t n = 0;
-  for (const auto& t : tasks_) n += t.source ? 1 : 0;
+  for (const auto& t : tasks_)
+    n += t.source ? 1 : 0;
   return n;
 }
 
 std::map<std::string, int> WorkerPool::pids() const {
   std::map<std::string, int> out;
-  for (const auto& t : tasks_) out[t.label] = t.process->running() ? t.process->pid() : 0;
+  for (const auto& t : tasks_)
+    out[t.label] = t.process->running() ? t.process->pid() : 0;
   return out;
 }
 
 std::vector<std::vector<NodeMetrics>> WorkerPool::metrics() const {
   std::vector<std::vector<NodeMetrics>> out;
-  for (const auto& t : tasks_) out.push_back(t.metrics);
+  for (const auto& t : tasks_)
+    out.push_back(t.metrics);
   return out;
 }
 
@@ -99,7 +101,8 @@ void WorkerPool::send(const TaskRuntime& task, const transport::ControlMessage& 
 }
 
 void WorkerPool::send_all(const transport::ControlMessage& message) {
-  for (const auto& t : tasks_) send(t, message);
+  for (const auto& t : tasks_)
+    send(t, message);
 }
 
 void WorkerPool::send_sources(const transport::ControlMessage& message) {
@@ -107,18 +110,25 @@ void WorkerPool::send_sources(const transport::ControlMessage& message) {
     if (t.source) send(t, message);
 }
 
-void WorkerPool::cancel_all() { end_all("CANCEL", kCancelGrace, 10ms); }
+void WorkerPool::cancel_all() {
+  end_all("CANCEL", kCancelGrace, 10ms);
+}
 
-void WorkerPool::halt_all() { end_all("HALT", kHaltGrace, 5ms); }
+void WorkerPool::halt_all() {
+  end_all("HALT", kHaltGrace, 5ms);
+}
 
-void WorkerPool::end_all(const char* message, std::chrono::milliseconds grace, std::chrono::milliseconds poll) {
+void WorkerPool::end_all(const char* message, std::chrono::milliseconds grace,
+                         std::chrono::milliseconds poll) {
   send_all(transport::ControlMessage{message, {}});
   auto deadline = Clock::now() + grace;
   for (auto& t : tasks_) {
     while (t.process->running() && Clock::now() < deadline) {
       int status = 0;
-      if (::waitpid(t.process->pid(), &status, WNOHANG) == t.process->pid()) t.process->reaped(status);
-      else std::this_thread::sleep_for(poll);
+      if (::waitpid(t.process->pid(), &status, WNOHANG) == t.process->pid())
+        t.process->reaped(status);
+      else
+        std::this_thread::sleep_for(poll);
     }
     t.process->kill_and_reap();
   }
@@ -160,13 +170,14 @@ std::optional<WorkerPool::Reaped> WorkerPool::reap_next() {
   return Reaped{pid, nullptr};
 }
 
-std::optional<std::string> WorkerPool::kill_silent_worker(Clock::time_point now, std::chrono::milliseconds timeout) {
+std::optional<std::string> WorkerPool::kill_silent_worker(Clock::time_point now,
+                                                          std::chrono::milliseconds timeout) {
   for (auto& t : tasks_) {
     if (!t.process->running() || t.finished || now - t.last_seen < timeout) continue;
     auto silent = std::chrono::duration_cast<std::chrono::seconds>(now - t.last_seen).count();
     t.process->kill_and_reap();
-    return "worker for " + t.label + " (pid " + std::to_string(t.process->pid()) + ") sent no heartbeat for " +
-           std::to_string(silent) + " s";
+    return "worker for " + t.label + " (pid " + std::to_string(t.process->pid()) +
+           ") sent no heartbeat for " + std::to_string(silent) + " s";
   }
   return std::nullopt;
 }

@@ -57,7 +57,8 @@ struct AttemptArgs {
 
 class WorkerPool {
 public:
-  WorkerPool(Launcher& launcher, ControlChannel& control) : launcher_(launcher), control_(control) {}
+  WorkerPool(Launcher& launcher, ControlChannel& control)
+      : launcher_(launcher), control_(control) {}
   ~WorkerPool() { clear(); }
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -115,10 +116,12 @@ public:
   std::optional<Reaped> reap_next();
   // Kills the first running, unfinished worker not heard from within `timeout`, if any, and
   // says so: "worker for LABEL (pid N) sent no heartbeat for S s".
-  std::optional<std::string> kill_silent_worker(Clock::time_point now, std::chrono::milliseconds timeout);
+  std::optional<std::string> kill_silent_worker(Clock::time_point now,
+                                                std::chrono::milliseconds timeout);
 
 private:
-  void end_all(const char* message, std::chrono::milliseconds grace, std::chrono::milliseconds poll);
+  void end_all(const char* message, std::chrono::milliseconds grace,
+               std::chrono::milliseconds poll);
 
   Launcher& launcher_;
   ControlChannel& control_;

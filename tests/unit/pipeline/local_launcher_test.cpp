@@ -45,7 +45,8 @@ int wait_exit(ChildProcess& child) {
 
 } // namespace
 
-TEST_CASE("the local launcher runs `streamctl worker ARGS` with the bootstrap on stdin", "[launcher]") {
+TEST_CASE("the local launcher runs `streamctl worker ARGS` with the bootstrap on stdin",
+          "[launcher]") {
   TempDir dir;
   ::unsetenv("GLIBC_TUNABLES");
   LocalLauncher launcher(fake_streamctl(dir).string());
@@ -63,7 +64,8 @@ TEST_CASE("the local launcher runs `streamctl worker ARGS` with the bootstrap on
 }
 
 // A worker of the stdin source keeps the coordinator's stdin on 0: its bootstrap comes on 3.
-TEST_CASE("the local launcher puts the bootstrap on descriptor 3 beside an inherited stdin", "[launcher]") {
+TEST_CASE("the local launcher puts the bootstrap on descriptor 3 beside an inherited stdin",
+          "[launcher]") {
   TempDir dir;
   LocalLauncher launcher(fake_streamctl(dir).string());
   WorkerLaunch launch;
