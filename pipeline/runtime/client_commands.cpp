@@ -1,0 +1,85 @@
+#include "pipeline/runtime/client_commands.hpp"
+
+#include "pipeline/runtime/job_status.hpp"
+#include "pipeline/runtime/rescale_plan.hpp"
+
+namespace streamctl::runtime {
+
+bool ClientCommands::is_client_command(const transport::ControlMessage& m) {
+  return m.type == "STATUS" || m.type == "STOP_JOB" || m.type == "CANCEL_JOB" ||
+         m.type == "SAVEPOINT" || m.type == "RESCALE";
+}
+
+void ClientCommands::handle(const std::string& identity, const transport::ControlMessage& m) {
+  if (m.type == "RESCALE") {
+    request_rescale(identity, m.get("overrides"));
+    return; // the reply comes when the job runs at the new parallelism, or the rescale failed
+  }
+  if (m.type == "SAVEPOINT" || (m.type == "STOP_JOB" && m.get("drain") != "1")) {
+    request_savepoint(identity, m.get("dir"), m.type == "STOP_JOB");
+    return; // the reply comes when the savepoint completes or fails
+  }
+  transport::ControlMessage answer{"OK", {}};
+  if (m.type == "STATUS") {
+    const auto& latest = checkpoints_.latest_completed();
+    answer.set("state", job_control_.state())
+        .set("operators", status_json(job_, workers_))
+        .set("last_checkpoint", latest ? latest->string() : "")
+        .set("restarts", std::to_string(job_control_.restarts()));
+  } else if (m.type == "STOP_JOB") {
+    log_.warn("stop requested by streamctl stop --drain: stopping the job gracefully");
+    job_control_.drain();
+  }
+  control_.send(identity, answer);
+  if (m.type == "CANCEL_JOB") {
+    log_.warn("cancelled by streamctl cancel");
+    job_control_.cancel("the job was cancelled (streamctl cancel)");
+  }
+}
+
+void ClientCommands::request_rescale(const std::string& client, const std::string& changes) {
+  auto next = plan_rescale(job_, changes, limits_);
+  if (!next) {
+    // A request that can never work (exit 2), as against a job not ready for one (exit 1).
+    control_.send(
+        client,
+        transport::ControlMessage{"ERROR", {}}.set("message", next.error()).set("usage", "1"));
+    return;
+  }
+  if (auto busy = why_no_savepoint_now()) {
+    control_.send(client, transport::ControlMessage{"ERROR", {}}.set("message", *busy));
+    return;
+  }
+  checkpoints_.abort_pending("a rescale was requested", false);
+  log_.warn("rescale requested: taking a savepoint, then restarting with the new parallelism");
+  checkpoints_.trigger({.dir = checkpoints_.savepoint_dir(),
+                        .savepoint = true,
+                        .stop_after = true,
+                        .client = client,
+                        .rescaled = std::move(*next)});
+}
+
+// `streamctl savepoint JOB [--dir]`, and `stop JOB` (a savepoint, then the job halts).
+void ClientCommands::request_savepoint(const std::string& client, const std::string& dir,
+                                       bool stop_after) {
+  if (auto busy = why_no_savepoint_now()) {
+    control_.send(client, transport::ControlMessage{"ERROR", {}}.set("message", *busy));
+    return;
+  }
+  checkpoints_.abort_pending("a savepoint was requested", false);
+  if (stop_after) log_.warn("stop requested by streamctl stop: taking a savepoint, then stopping");
+  checkpoints_.trigger({.dir = checkpoints_.savepoint_dir(dir),
+                        .savepoint = true,
+                        .stop_after = stop_after,
+                        .client = client});
+}
+
+std::optional<std::string> ClientCommands::why_no_savepoint_now() const {
+  if (job_control_.stopping_or_restarting() || workers_.empty())
+    return "the job is stopping or restarting; try again";
+  if (!workers_.all_running()) return "the job is starting or finishing; try again";
+  if (checkpoints_.savepoint_in_progress()) return "a savepoint is already in progress";
+  return std::nullopt;
+}
+
+} // namespace streamctl::runtime

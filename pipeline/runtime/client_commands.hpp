@@ -1,0 +1,66 @@
+#pragma once
+// The commands of `streamctl status|stop|cancel|savepoint|rescale JOB`, which arrive on the
+// control socket from a DEALER that connects for one request (job_client.hpp); workers never
+// send them. Each gets one reply: at once, or, for a savepoint (also `stop` without --drain)
+// and a rescale, when it completes or fails.
+//
+// Not thread-safe: used by the coordinator's thread only.
+
+#include <string>
+
+#include <spdlog/logger.h>
+
+#include "pipeline/runtime/checkpoint_coordinator.hpp"
+#include "pipeline/runtime/control_channel.hpp"
+#include "pipeline/runtime/job_loader.hpp"
+#include "pipeline/runtime/worker_pool.hpp"
+#include "pipeline/spec/worker_limits.hpp"
+
+namespace streamctl::runtime {
+
+// What client commands ask of the job as a whole. Implemented by the coordinator; called on
+// its thread from within ClientCommands::handle.
+class JobControl {
+public:
+  virtual ~JobControl() = default;
+  // "running", "restarting" or "stopping", for `status`.
+  virtual std::string state() const = 0;
+  // Restarts after failures so far.
+  virtual int restarts() const = 0;
+  // Stopping, or restarting after a failure: no savepoint can be taken now.
+  virtual bool stopping_or_restarting() const = 0;
+  // `stop --drain`: sources end their input as if it were exhausted, and the job drains.
+  virtual void drain() = 0;
+  // `cancel`: every worker goes at once, committing nothing; the job fails with `reason`.
+  virtual void cancel(const std::string& reason) = 0;
+};
+
+class ClientCommands {
+public:
+  // Every collaborator must outlive this object (`job` may be reassigned by a rescale).
+  ClientCommands(const LoadedJob& job, const pipeline::WorkerLimits& limits, WorkerPool& workers,
+                 CheckpointCoordinator& checkpoints, ControlChannel& control,
+                 JobControl& control_of_job, spdlog::logger& log)
+      : job_(job), limits_(limits), workers_(workers), checkpoints_(checkpoints), control_(control),
+        job_control_(control_of_job), log_(log) {}
+
+  static bool is_client_command(const transport::ControlMessage& m);
+  // `identity`: the client's ROUTER identity, to reply to.
+  void handle(const std::string& identity, const transport::ControlMessage& m);
+
+private:
+  void request_rescale(const std::string& client, const std::string& changes);
+  void request_savepoint(const std::string& client, const std::string& dir, bool stop_after);
+  // Why a savepoint asked for now (savepoint, stop, rescale) cannot be taken, if it cannot.
+  std::optional<std::string> why_no_savepoint_now() const;
+
+  const LoadedJob& job_;
+  const pipeline::WorkerLimits& limits_;
+  WorkerPool& workers_;
+  CheckpointCoordinator& checkpoints_;
+  ControlChannel& control_;
+  JobControl& job_control_;
+  spdlog::logger& log_;
+};
+
+} // namespace streamctl::runtime

@@ -1,0 +1,51 @@
+#pragma once
+// The coordinator's control socket: one ROUTER that every worker's DEALER (identity
+// "task-N") and every one-request client of `streamctl status|stop|cancel|savepoint|rescale`
+// (job_client.hpp) connects to. Messages are transport::ControlMessage, one frame each after
+// the ROUTER's identity frame.
+//
+// Not thread-safe: used by the coordinator's thread only (a ZeroMQ socket has one owner).
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <zmq.hpp>
+
+#include "transport/control.hpp"
+
+namespace streamctl::runtime {
+
+class ControlChannel {
+public:
+  ControlChannel();
+  ~ControlChannel() { close(); }
+  ControlChannel(const ControlChannel&) = delete;
+  ControlChannel& operator=(const ControlChannel&) = delete;
+
+  // Binds tcp://127.0.0.1:* when `transport` is "tcp", else ipc://SOCKET_DIR/control.sock;
+  // returns the endpoint that workers and clients connect to.
+  std::string bind(const std::string& transport, const std::filesystem::path& socket_dir);
+
+  // Sends without blocking; a peer that is gone (router_mandatory) misses the message: a
+  // worker's exit is handled through SIGCHLD, and a client that left needs no answer.
+  void send(const std::string& identity, const transport::ControlMessage& message);
+  static std::string task_identity(int task) { return "task-" + std::to_string(task); }
+
+  struct Incoming {
+    std::string identity;
+    std::optional<transport::ControlMessage> message; // none: malformed, to be skipped
+  };
+  // The next message waiting, without blocking; none when nothing waits.
+  std::optional<Incoming> receive();
+
+  // For zmq::poll.
+  void* handle() { return socket_.handle(); }
+  void close() { socket_.close(); }
+
+private:
+  zmq::context_t context_;
+  zmq::socket_t socket_;
+};
+
+} // namespace streamctl::runtime

@@ -1,0 +1,24 @@
+#pragma once
+// What `streamctl status` shows of a running job's operators (SPEC §2).
+
+#include <string>
+#include <vector>
+
+#include "pipeline/runtime/job_loader.hpp"
+#include "pipeline/runtime/worker_pool.hpp"
+
+namespace streamctl::runtime {
+
+// `status --json`'s operators: [{name, type, parallelism, subtasks: [{index, host, pid,
+// records_in, records_out, bad_records}]}], from the workers' latest heartbeats. A task on
+// the coordinator's host shows host "localhost".
+std::string status_json(const LoadedJob& job, const WorkerPool& workers);
+
+// "1200 records read, 1100 written, 3 bad, 400 records/s read": the progress and end lines.
+std::string describe_totals(const pipeline::PipelineSpec& spec,
+                            const std::vector<std::vector<NodeMetrics>>& per_task, double seconds);
+
+// "clicks=2, counts=4": every node's parallelism, for messages.
+std::string describe_parallelism(const pipeline::PipelineSpec& spec);
+
+} // namespace streamctl::runtime

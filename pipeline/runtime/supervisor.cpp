@@ -1,0 +1,136 @@
+#include "pipeline/runtime/supervisor.hpp"
+
+#include <algorithm>
+#include <csignal>
+#include <cstring>
+#include <sys/wait.h>
+
+#include "pipeline/runtime/job_metrics.hpp"
+
+namespace streamctl::runtime {
+
+using namespace std::chrono_literals;
+
+bool Supervisor::poll_once(std::chrono::milliseconds timeout) {
+  zmq::pollitem_t items[] = {{control_.handle(), 0, ZMQ_POLLIN, 0},
+                             {nullptr, signals_.fd(), ZMQ_POLLIN, 0}};
+  zmq::poll(items, 2, std::max(timeout, 0ms));
+  if (items[0].revents & ZMQ_POLLIN)
+    while (auto in = control_.receive()) {
+      dispatch(*in);
+      if (state_.interrupted()) return false;
+    }
+  if (items[1].revents & ZMQ_POLLIN)
+    while (int sig = signals_.next()) {
+      handle_signal(sig);
+      if (state_.interrupted()) return false;
+    }
+  return !state_.interrupted();
+}
+
+// What waits on the control socket, until the running attempt must end.
+void Supervisor::drain_messages() {
+  while (!state_.interrupted()) {
+    auto in = control_.receive();
+    if (!in) break;
+    dispatch(*in);
+  }
+}
+
+void Supervisor::dispatch(const ControlChannel::Incoming& in) {
+  if (!in.message) return;
+  if (ClientCommands::is_client_command(*in.message))
+    commands_.handle(in.identity, *in.message);
+  else
+    handle_message(*in.message);
+}
+
+// A message of a worker of the running attempt (older attempts' are dropped).
+void Supervisor::handle_message(const transport::ControlMessage& m) {
+  auto index = workers_.sender_of(m);
+  if (!index) return;
+  TaskRuntime& t = workers_[*index];
+  t.last_seen = Clock::now();
+  if (m.type == "READY") {
+    t.ready = true;
+    t.endpoint = m.get("endpoint");
+  } else if (m.type == "HEARTBEAT") {
+    t.metrics = decode_metrics(m.get("metrics"));
+  } else if (m.type == "FINISHED") {
+    t.finished = true;
+    t.metrics = decode_metrics(m.get("metrics"));
+    // A finished task takes no more checkpoints; the end of the job commits everything.
+    checkpoints_.abort_pending(t.label + " finished its input first", false);
+  } else if (m.type == "ACK") {
+    checkpoints_.on_ack(*index, m);
+  } else if (m.type == "DECLINE") {
+    checkpoints_.on_decline(t, m);
+  } else if (m.type == "EXHAUSTED") {
+    checkpoints_.on_source_exhausted();
+  } else if (m.type == "FAILED") {
+    if (state_.worker_failed(m)) checkpoints_.abort_pending("a task failed", false);
+  }
+}
+
+void Supervisor::handle_signal(int sig) {
+  if (sig == SIGCHLD) {
+    reap_children();
+    return;
+  }
+  ++signals_received_;
+  int code = sig == SIGINT ? 130 : 143;
+  if (signals_received_ > 1) {
+    log_.warn("{} received again: cancelling the job", ::strsignal(sig));
+    state_.cancel_on_signal(code);
+    return;
+  }
+  state_.outcome().exit_code = code;
+  if (can_stop_at_checkpoint()) {
+    // SPEC §2: sinks commit what the last completed checkpoint covers. Draining instead
+    // would publish output that no checkpoint covers, and a later --resume from the last
+    // checkpoint would publish it again.
+    log_.warn("{} received: taking a last checkpoint, then stopping (send it again to cancel)",
+              ::strsignal(sig));
+    checkpoints_.abort_pending("the job is stopping", false);
+    // at_end: if it fails, drain.
+    if (!checkpoints_.trigger(
+            {.dir = checkpoints_.next_checkpoint_dir(), .stop_after = true, .at_end = true}))
+      state_.request_stop();
+    return;
+  }
+  log_.warn("{} received: stopping the job gracefully (send it again to cancel)", ::strsignal(sig));
+  state_.request_stop();
+}
+
+// A job that takes checkpoints, with every task running, stops at a last checkpoint.
+bool Supervisor::can_stop_at_checkpoint() const {
+  return checkpoints_.enabled() && !state_.stopping() && !state_.interrupted() &&
+         !checkpoints_.savepoint_in_progress() && !workers_.empty() && workers_.all_running() &&
+         checkpoints_.exhausted_sources() == 0;
+}
+
+void Supervisor::reap_children() {
+  while (auto child = workers_.reap_next()) {
+    TaskRuntime* t = child->task;
+    if (!t) continue;
+    int status = t->process->status();
+    bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if ((t->finished && clean) || state_.ended()) continue;
+    // A FAILED message, if the worker managed to send one, is the better reason.
+    drain_messages();
+    if (!state_.ended() && !(t->finished && clean))
+      task_failed("worker for " + t->label + " (pid " + std::to_string(child->pid) + ") " +
+                  t->process->describe_exit());
+  }
+}
+
+void Supervisor::check_heartbeats(Clock::time_point now) {
+  if (auto silent = workers_.kill_silent_worker(now, restart_.heartbeat_timeout))
+    task_failed(*silent);
+}
+
+void Supervisor::task_failed(std::string reason) {
+  if (state_.task_failed(std::move(reason))) checkpoints_.abort_pending("a task failed", false);
+}
+
+} // namespace streamctl::runtime

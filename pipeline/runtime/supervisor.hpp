@@ -1,0 +1,61 @@
+#pragma once
+// The events of a running job and what each means for it: worker messages (readiness,
+// heartbeats, checkpoint acknowledgements, failures), client commands, signals (SIGCHLD: a
+// worker exited; SIGINT/SIGTERM: stop, and the second time cancel) and silent workers. It
+// routes them to the worker pool, the checkpoint coordinator, the client commands and the
+// job's state, and reports a task's failure to the job's state, which restarts or fails it.
+//
+// Not thread-safe: used by the coordinator's thread only.
+
+#include <chrono>
+#include <string>
+
+#include <spdlog/logger.h>
+
+#include "pipeline/runtime/checkpoint_coordinator.hpp"
+#include "pipeline/runtime/checkpoint_settings.hpp"
+#include "pipeline/runtime/client_commands.hpp"
+#include "pipeline/runtime/control_channel.hpp"
+#include "pipeline/runtime/job_state.hpp"
+#include "pipeline/runtime/signal_channel.hpp"
+#include "pipeline/runtime/worker_pool.hpp"
+
+namespace streamctl::runtime {
+
+class Supervisor {
+public:
+  // Every collaborator must outlive this object.
+  Supervisor(const RestartSettings& restart, SignalChannel& signals, ControlChannel& control,
+             WorkerPool& workers, JobState& state, CheckpointCoordinator& checkpoints,
+             ClientCommands& commands, spdlog::logger& log)
+      : restart_(restart), signals_(signals), control_(control), workers_(workers), state_(state),
+        checkpoints_(checkpoints), commands_(commands), log_(log) {}
+
+  // Handles what arrives within `timeout`. False when the running attempt must end
+  // (JobState::interrupted).
+  bool poll_once(std::chrono::milliseconds timeout);
+  // A worker silent for [restart] heartbeat_timeout is killed: its task failed.
+  void check_heartbeats(Clock::time_point now);
+  // A task failed or its worker died: a restart per [restart], or the job fails.
+  void task_failed(std::string reason);
+
+private:
+  void drain_messages();
+  void dispatch(const ControlChannel::Incoming& in);
+  void handle_message(const transport::ControlMessage& m);
+  void handle_signal(int sig);
+  bool can_stop_at_checkpoint() const;
+  void reap_children();
+
+  const RestartSettings& restart_;
+  SignalChannel& signals_;
+  ControlChannel& control_;
+  WorkerPool& workers_;
+  JobState& state_;
+  CheckpointCoordinator& checkpoints_;
+  ClientCommands& commands_;
+  spdlog::logger& log_;
+  int signals_received_ = 0; // SIGINT and SIGTERM so far
+};
+
+} // namespace streamctl::runtime

@@ -1,0 +1,185 @@
+#include "pipeline/runtime/worker_pool.hpp"
+
+#include <sys/wait.h>
+#include <thread>
+
+#include "pipeline/spec/schema_check.hpp"
+
+namespace streamctl::runtime {
+
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto kCancelGrace = 2s;
+constexpr auto kHaltGrace = 10s;
+
+} // namespace
+
+void WorkerPool::start(const LoadedJob& job, const AttemptArgs& args) {
+  attempt_ = args.attempt;
+  for (const auto& task : job.plan.tasks) {
+    const pipeline::Chain& chain = job.plan.chains[static_cast<std::size_t>(task.chain)];
+    const pipeline::NodeSpec& head = job.spec.nodes[chain.nodes.front()];
+    TaskRuntime rt;
+    rt.task = &task;
+    rt.label = pipeline::chain_label(job.spec, chain) + "[" + std::to_string(task.subtask) + "]";
+    rt.source = head.role == pipeline::NodeRole::Source;
+    auto id = static_cast<std::size_t>(task.id);
+    if (id < args.hosts.size()) rt.host = args.hosts[id];
+
+    WorkerLaunch launch;
+    launch.task = task.id;
+    launch.label = rt.label;
+    launch.host = rt.host;
+    launch.worker_args = {
+        "--job-dir",   args.job_dir.string(),   "--base-dir",    job.spec.base_dir.string(),
+        "--file-name", job.spec.file.string(),  "--socket-dir",  args.socket_dir.string(),
+        "--task",      std::to_string(task.id), "--coordinator", args.control_endpoint,
+        "--transport", args.transport,          "--attempt",     std::to_string(args.attempt)};
+    auto& argv = launch.worker_args;
+    if (!args.restore.empty()) argv.insert(argv.end(), {"--restore", args.restore.string()});
+    if (!args.spool_dir.empty())
+      argv.insert(argv.end(), {"--spool-dir", args.spool_dir.string(), "--run-tag", args.run_tag});
+    argv.insert(argv.end(), args.log_flags.begin(), args.log_flags.end());
+    launch.inherit_stdin = rt.source && head.type == "stdin";
+    rt.process = launcher_.start(launch);
+    rt.last_seen = Clock::now();
+    tasks_.push_back(std::move(rt));
+  }
+}
+
+std::optional<std::size_t> WorkerPool::sender_of(const transport::ControlMessage& m) const {
+  auto index = static_cast<std::size_t>(m.get_int("task", -1));
+  if (index >= tasks_.size() || m.get_int("attempt", -1) != attempt_)
+    return std::nullopt; // an older attempt's
+  return index;
+}
+
+bool WorkerPool::all_ready() const {
+  for (const auto& t : tasks_)
+    if (!t.ready) return false;
+  return true;
+}
+
+bool WorkerPool::all_finished() const {
+  for (const auto& t : tasks_)
+    if (!t.finished) return false;
+  return true;
+}
+
+bool WorkerPool::none_finished() const {
+  for (const auto& t : tasks_)
+    if (t.finished) return false;
+  return true;
+}
+
+std::size_t WorkerPool::source_count() const {
+  std::size_t n = 0;
+  for (const auto& t : tasks_)
+    n += t.source ? 1 : 0;
+  return n;
+}
+
+std::map<std::string, int> WorkerPool::pids() const {
+  std::map<std::string, int> out;
+  for (const auto& t : tasks_)
+    out[t.label] = t.process->running() ? t.process->pid() : 0;
+  return out;
+}
+
+std::vector<std::vector<NodeMetrics>> WorkerPool::metrics() const {
+  std::vector<std::vector<NodeMetrics>> out;
+  for (const auto& t : tasks_)
+    out.push_back(t.metrics);
+  return out;
+}
+
+void WorkerPool::send(const TaskRuntime& task, const transport::ControlMessage& message) {
+  if (!task.process->running()) return;
+  control_.send(ControlChannel::task_identity(task.task->id), message);
+}
+
+void WorkerPool::send_all(const transport::ControlMessage& message) {
+  for (const auto& t : tasks_)
+    send(t, message);
+}
+
+void WorkerPool::send_sources(const transport::ControlMessage& message) {
+  for (const auto& t : tasks_)
+    if (t.source) send(t, message);
+}
+
+void WorkerPool::cancel_all() {
+  end_all("CANCEL", kCancelGrace, 10ms);
+}
+
+void WorkerPool::halt_all() {
+  end_all("HALT", kHaltGrace, 5ms);
+}
+
+void WorkerPool::end_all(const char* message, std::chrono::milliseconds grace,
+                         std::chrono::milliseconds poll) {
+  send_all(transport::ControlMessage{message, {}});
+  auto deadline = Clock::now() + grace;
+  for (auto& t : tasks_) {
+    while (t.process->running() && Clock::now() < deadline) {
+      int status = 0;
+      if (::waitpid(t.process->pid(), &status, WNOHANG) == t.process->pid())
+        t.process->reaped(status);
+      else
+        std::this_thread::sleep_for(poll);
+    }
+    t.process->kill_and_reap();
+  }
+}
+
+WorkerPool::Release WorkerPool::release() {
+  send_all(transport::ControlMessage{"RELEASE", {}});
+  Release out;
+  for (auto& t : tasks_) {
+    if (!t.process->running()) continue;
+    int status = 0;
+    if (::waitpid(t.process->pid(), &status, 0) != t.process->pid()) continue;
+    t.process->reaped(status);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) out.unclean.push_back(t.label);
+  }
+  if (out.unclean.empty()) return out;
+  std::vector<std::string> reasons;
+  bool other = false;
+  while (auto in = control_.receive()) {
+    const auto& m = in->message;
+    if (!m || m->type != "FAILED" || m->get_int("attempt", -1) != attempt_) continue;
+    reasons.push_back(m->get("message") + " (in " + m->get("chain") + ")");
+    (m->get("kind") == "output_closed" ? out.reader_gone : other) = true;
+  }
+  out.reasons = pipeline::detail::join(reasons, "; ");
+  out.reader_gone = out.reader_gone && !other;
+  return out;
+}
+
+std::optional<WorkerPool::Reaped> WorkerPool::reap_next() {
+  int status = 0;
+  pid_t pid = ::waitpid(-1, &status, WNOHANG);
+  if (pid <= 0) return std::nullopt;
+  for (auto& t : tasks_) {
+    if (t.process->pid() != pid) continue;
+    t.process->reaped(status);
+    return Reaped{pid, &t};
+  }
+  return Reaped{pid, nullptr};
+}
+
+std::optional<std::string> WorkerPool::kill_silent_worker(Clock::time_point now,
+                                                          std::chrono::milliseconds timeout) {
+  for (auto& t : tasks_) {
+    if (!t.process->running() || t.finished || now - t.last_seen < timeout) continue;
+    auto silent = std::chrono::duration_cast<std::chrono::seconds>(now - t.last_seen).count();
+    t.process->kill_and_reap();
+    return "worker for " + t.label + " (pid " + std::to_string(t.process->pid()) +
+           ") sent no heartbeat for " + std::to_string(silent) + " s";
+  }
+  return std::nullopt;
+}
+
+} // namespace streamctl::runtime

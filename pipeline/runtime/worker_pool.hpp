@@ -1,0 +1,132 @@
+#pragma once
+// The workers of one attempt of a job: one per task, started through a Launcher, told things
+// over the control channel, and watched (their latest messages, their exits, their silence).
+// The pool knows processes and messages, not what the job does with them: a worker's death
+// or silence is reported to the caller, which decides between restart and failure.
+//
+// Not thread-safe: used by the coordinator's thread only.
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+#include "pipeline/runtime/child_process.hpp"
+#include "pipeline/runtime/control_channel.hpp"
+#include "pipeline/runtime/job_loader.hpp"
+#include "pipeline/runtime/launcher.hpp"
+#include "pipeline/runtime/task_chain.hpp"
+
+namespace streamctl::runtime {
+
+using Clock = std::chrono::steady_clock;
+
+// One task of the running attempt and what its worker last said.
+struct TaskRuntime {
+  const pipeline::Task* task = nullptr; // into the job's plan, which outlives the attempt
+  std::string label;                    // "clicks -> ok[1]"
+  std::string host;                     // where it runs; empty: the coordinator's host
+  bool source = false;                  // its chain starts with a source
+  std::unique_ptr<ChildProcess> process;
+  std::string endpoint; // where its input is bound, from READY
+  bool ready = false;
+  bool finished = false;
+  Clock::time_point last_seen;
+  std::vector<NodeMetrics> metrics;
+};
+
+// What every worker of one attempt is told on its command line.
+struct AttemptArgs {
+  std::filesystem::path job_dir;
+  std::filesystem::path socket_dir;
+  std::string control_endpoint;
+  std::string transport;
+  int attempt = 0;
+  std::filesystem::path restore;   // empty: from nothing
+  std::filesystem::path spool_dir; // empty: the job takes no checkpoints
+  std::string run_tag;             // with spool_dir
+  std::vector<std::string> log_flags;
+  // By task id, from placement; a task beyond it or "" runs on the coordinator's host.
+  std::vector<std::string> hosts;
+};
+
+class WorkerPool {
+public:
+  WorkerPool(Launcher& launcher, ControlChannel& control)
+      : launcher_(launcher), control_(control) {}
+  ~WorkerPool() { clear(); }
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  // Starts one worker per task of `job`'s plan; `job` must outlive the attempt. Throws what
+  // Launcher::start throws.
+  void start(const LoadedJob& job, const AttemptArgs& args);
+  // Kills and reaps every worker still running; the attempt is over.
+  void clear() { tasks_.clear(); }
+
+  int attempt() const { return attempt_; }
+  bool empty() const { return tasks_.empty(); }
+  std::size_t size() const { return tasks_.size(); }
+  TaskRuntime& operator[](std::size_t index) { return tasks_[index]; }
+  const TaskRuntime& operator[](std::size_t index) const { return tasks_[index]; }
+  const std::vector<TaskRuntime>& tasks() const { return tasks_; }
+  // The index of the task that sent `m`; none when it is of an older attempt.
+  std::optional<std::size_t> sender_of(const transport::ControlMessage& m) const;
+
+  bool all_ready() const;
+  bool all_finished() const;
+  bool none_finished() const;
+  bool all_running() const { return all_ready() && none_finished(); }
+  std::size_t source_count() const;
+  // By label; 0 for a worker that has exited (job.json's pids).
+  std::map<std::string, int> pids() const;
+  std::vector<std::vector<NodeMetrics>> metrics() const;
+
+  // To a worker that still runs; one that has gone misses it.
+  void send(const TaskRuntime& task, const transport::ControlMessage& message);
+  void send_all(const transport::ControlMessage& message);
+  void send_sources(const transport::ControlMessage& message);
+
+  // CANCEL, a grace period to abort sinks, then SIGKILL: every worker is reaped after.
+  void cancel_all();
+  // HALT (end without publishing more), a grace period, then SIGKILL.
+  void halt_all();
+  // RELEASE (every task has finished: exit), then waits for every worker to exit so that its
+  // output is flushed.
+  struct Release {
+    std::vector<std::string> unclean; // labels of the workers that did not exit 0
+    // When some did not: the reasons of this attempt's FAILED messages waiting on the control
+    // channel, read without acting on them (after RELEASE a failure is not restarted), and
+    // whether every one of them says that the reader of stdout has gone.
+    std::string reasons;
+    bool reader_gone = false;
+  };
+  Release release();
+
+  struct Reaped {
+    pid_t pid = 0;
+    TaskRuntime* task = nullptr; // none: not one of this attempt's workers
+  };
+  // Reaps one exited child of this process (waitpid(-1), not blocking), if any.
+  std::optional<Reaped> reap_next();
+  // Kills the first running, unfinished worker not heard from within `timeout`, if any, and
+  // says so: "worker for LABEL (pid N) sent no heartbeat for S s".
+  std::optional<std::string> kill_silent_worker(Clock::time_point now,
+                                                std::chrono::milliseconds timeout);
+
+private:
+  void end_all(const char* message, std::chrono::milliseconds grace,
+               std::chrono::milliseconds poll);
+
+  Launcher& launcher_;
+  ControlChannel& control_;
+  int attempt_ = 0;
+  std::vector<TaskRuntime> tasks_;
+};
+
+} // namespace streamctl::runtime
