@@ -63,13 +63,12 @@ std::vector<std::pair<std::string, SourcePos>> check_hosts(Checker& c, const tom
     } else if (auto t = h.as_table()) {
       KeySchema host_key = key("host", KeyType::String);
       host_key.required = true;
-      std::size_t before = c.error_count();
       c.check_table(*t, {host_key, key("slots", KeyType::Int)}, {}, owner.nested(path), path + ".");
       if (auto slots = t->get("slots"); slots && slots->is_integer())
         c.int_at_least(*slots, path + ".slots", 1);
-      if (c.error_count() != before) reported = true;
+      path += ".host";
       if (auto n = t->get("host"); n && n->is_string()) name = n;
-      else path += ".host";
+      else reported = true; // a host without a name: pins cannot be judged
     } else {
       c.type_error(h, path, "string or a table like { host = \"h\", slots = 4 }");
       reported = true;
@@ -180,11 +179,14 @@ void check_host_pins(Checker& c, const ClusterDraft& cluster, const std::vector<
     bool known = std::any_of(cluster.hosts.begin(), cluster.hosts.end(),
                              [&](const std::string& h) { return pin_names_host(pin, h); });
     if (known) continue;
-    std::vector<std::string> candidates = cluster.hosts;
-    for (const auto& h : cluster.hosts) candidates.emplace_back(host_address(h));
+    std::vector<std::string> listed; // once each: a host listed twice was reported
+    for (const auto& h : cluster.hosts)
+      if (std::find(listed.begin(), listed.end(), h) == listed.end()) listed.push_back(h);
+    std::vector<std::string> candidates = listed;
+    for (const auto& h : listed) candidates.emplace_back(host_address(h));
     std::string hint = did_you_mean(pin, candidates);
     c.error(n.host_where, "unknown host '" + pin + "' in 'host' of " + what + "; " +
-                              (hint.empty() ? "" : hint + " ") + "valid: " + join(cluster.hosts) +
+                              (hint.empty() ? "" : hint + " ") + "valid: " + join(listed) +
                               " (an entry of [cluster] hosts as written, or its part after '@')");
   }
 }
