@@ -48,11 +48,15 @@ Decision decide(const PipelineSpec& spec, const Chain& chain, const std::vector<
   std::string bound;                // why the chain must stay on the coordinator's host
   std::optional<std::size_t> pin;   // the host its pins name
   const NodeSpec* pinned_by = nullptr;
+  bool bound_by_terminal = false;
+  bool conflict = false;            // reported: say nothing more of this chain
   for (std::size_t index : chain.nodes) {
     const NodeSpec& n = spec.nodes[index];
     const char* verb = n.role == NodeRole::Source ? "reads" : "writes";
-    if (n.reach == NodeReach::CoordinatorTerminal && bound.empty())
+    if (n.reach == NodeReach::CoordinatorTerminal && bound.empty()) {
       bound = node_words(n) + " " + verb + " the coordinator's terminal";
+      bound_by_terminal = true;
+    }
     if (n.reach == NodeReach::Path && !n.shared && n.host.empty() && bound.empty())
       bound = node_words(n) + " " + verb + " a path on the coordinator's host (it is not shared = true)";
     if (n.host.empty()) continue;
@@ -60,6 +64,7 @@ Decision decide(const PipelineSpec& spec, const Chain& chain, const std::vector<
     if (!h) {
       problems.push_back(std::string(role_name(n.role)) + " '" + n.name + "' pins itself to host '" +
                          n.host + "', which is not among the job's hosts: " + host_names(hosts));
+      conflict = true;
       continue;
     }
     if (pin && *pin != *h) {
@@ -69,6 +74,7 @@ Decision decide(const PipelineSpec& spec, const Chain& chain, const std::vector<
                          "' to '" + hosts[*h].name +
                          "': pin them to the same host, or split the chain with partition = "
                          "\"rebalance\" on the second");
+      conflict = true;
       continue;
     }
     pin = h;
@@ -76,13 +82,16 @@ Decision decide(const PipelineSpec& spec, const Chain& chain, const std::vector<
   }
 
   Decision d;
-  if (pin && !bound.empty()) {
+  if (pin && !bound.empty() && !conflict) {
+    std::string fix = bound_by_terminal
+                          ? "remove 'host', or split the chain: partition = \"rebalance\" on the "
+                            "node that follows the pinned one"
+                          : "pin the file node to that host too, mark it shared = true, or split "
+                            "the chain with partition = \"rebalance\"";
     problems.push_back(chain_words(spec, chain) + " must run on the coordinator's host (" + bound +
                        "), but " + role_name(pinned_by->role) + " '" + pinned_by->name +
-                       "' pins it to '" + hosts[*pin].name +
-                       "': pin every file node of the chain to that host too, mark them "
-                       "shared = true, or split the chain with partition = \"rebalance\"");
-  } else if (pin) {
+                       "' pins it to '" + hosts[*pin].name + "': " + fix);
+  } else if (pin && !conflict) {
     d.placement = ChainPlacement{ChainSite::Pinned, hosts[*pin].name,
                                  "pinned by " + std::string(role_name(pinned_by->role)) + " '" +
                                      pinned_by->name + "'"};
