@@ -67,8 +67,10 @@ std::vector<std::pair<std::string, SourcePos>> check_hosts(Checker& c, const tom
       if (auto slots = t->get("slots"); slots && slots->is_integer())
         c.int_at_least(*slots, path + ".slots", 1);
       path += ".host";
-      if (auto n = t->get("host"); n && n->is_string()) name = n;
-      else reported = true; // a host without a name: pins cannot be judged
+      if (auto n = t->get("host"); n && n->is_string())
+        name = n;
+      else
+        reported = true; // a host without a name: pins cannot be judged
     } else {
       c.type_error(h, path, "string or a table like { host = \"h\", slots = 4 }");
       reported = true;
@@ -142,9 +144,10 @@ ClusterDraft check_cluster(Checker& c, const toml::table* cluster) {
             "launcher = \"ssh\" needs 'hosts': the hosts to start workers on over ssh, like "
             "hosts = [\"worker1\", \"ops@worker2\"]");
   } else if (has_hosts && hosts_node && (d.launcher == "local" || d.launcher == "slurm")) {
-    std::string why = d.launcher == "local"
-                          ? "every worker runs on this host: remove 'hosts', or use launcher = \"ssh\""
-                          : "workers run on the nodes of the Slurm allocation: remove 'hosts'";
+    std::string why =
+        d.launcher == "local"
+            ? "every worker runs on this host: remove 'hosts', or use launcher = \"ssh\""
+            : "workers run on the nodes of the Slurm allocation: remove 'hosts'";
     c.error(c.pos(*hosts_node),
             "'hosts' is not used with launcher = \"" + d.launcher + "\" (" + why + ")");
   }
@@ -155,11 +158,12 @@ ClusterDraft check_cluster(Checker& c, const toml::table* cluster) {
                               "the coordinator's own binary runs from a cache directory on each "
                               "host; remove one of them");
   }
-  if (auto binary = cluster->get("binary"); binary && binary->is_string() &&
-                                            binary->as_string()->get().empty())
+  if (auto binary = cluster->get("binary");
+      binary && binary->is_string() && binary->as_string()->get().empty())
     c.error(c.pos(*binary), "'cluster.binary' must not be empty");
 
-  for (auto& h : hosts) d.hosts.push_back(std::move(h.first));
+  for (auto& h : hosts)
+    d.hosts.push_back(std::move(h.first));
   return d;
 }
 
@@ -183,7 +187,8 @@ void check_host_pins(Checker& c, const ClusterDraft& cluster, const std::vector<
     for (const auto& h : cluster.hosts)
       if (std::find(listed.begin(), listed.end(), h) == listed.end()) listed.push_back(h);
     std::vector<std::string> candidates = listed;
-    for (const auto& h : listed) candidates.emplace_back(host_address(h));
+    for (const auto& h : listed)
+      candidates.emplace_back(host_address(h));
     std::string hint = did_you_mean(pin, candidates);
     c.error(n.host_where, "unknown host '" + pin + "' in 'host' of " + what + "; " +
                               (hint.empty() ? "" : hint + " ") + "valid: " + join(listed) +

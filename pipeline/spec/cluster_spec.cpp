@@ -24,22 +24,27 @@ ClusterSpec cluster_of(const PipelineSpec& spec) {
   const toml::table* cluster = spec.root.get_as<toml::table>("cluster");
   if (cluster) {
     if (auto hosts = cluster->get_as<toml::array>("hosts"))
-      for (const auto& entry : *hosts) c.hosts.push_back(host_entry(entry));
-    std::string launcher = (*cluster)["launcher"].value_or(std::string(c.hosts.empty() ? "local" : "ssh"));
+      for (const auto& entry : *hosts)
+        c.hosts.push_back(host_entry(entry));
+    std::string launcher =
+        (*cluster)["launcher"].value_or(std::string(c.hosts.empty() ? "local" : "ssh"));
     c.launcher = launcher == "ssh"     ? LauncherKind::Ssh
                  : launcher == "slurm" ? LauncherKind::Slurm
                                        : LauncherKind::Local;
     if (auto options = cluster->get_as<toml::array>("ssh_options"))
-      for (const auto& o : *options) c.ssh_options.push_back(o.value_or(std::string()));
+      for (const auto& o : *options)
+        c.ssh_options.push_back(o.value_or(std::string()));
     c.binary = (*cluster)["binary"].value_or(std::string());
     c.ship_binary = (*cluster)["ship_binary"].value_or(false);
     c.encrypt = (*cluster)["encrypt"].value_or(true);
   }
   // Validation allows hosts only with the ssh launcher.
   if (c.launcher == LauncherKind::Local) c.hosts.clear();
-  c.storage = c.launcher == LauncherKind::Local ? CheckpointStorage::Shared : CheckpointStorage::Coordinator;
+  c.storage = c.launcher == LauncherKind::Local ? CheckpointStorage::Shared
+                                                : CheckpointStorage::Coordinator;
   if (auto storage = spec.root["checkpoint"]["storage"].value<std::string>())
-    c.storage = *storage == "coordinator" ? CheckpointStorage::Coordinator : CheckpointStorage::Shared;
+    c.storage =
+        *storage == "coordinator" ? CheckpointStorage::Coordinator : CheckpointStorage::Shared;
   return c;
 }
 

@@ -42,9 +42,9 @@ struct ClusterHost {
 
 struct ClusterSpec {
   LauncherKind launcher = LauncherKind::Local;
-  std::vector<ClusterHost> hosts;   // empty for the local and slurm launchers
+  std::vector<ClusterHost> hosts; // empty for the local and slurm launchers
   std::vector<std::string> ssh_options;
-  std::string binary;               // empty: the coordinator's own path
+  std::string binary; // empty: the coordinator's own path
   bool ship_binary = false;
   bool encrypt = true;
   // Default: Coordinator with the ssh and slurm launchers; Shared with the local one, where
@@ -55,8 +55,8 @@ struct ClusterSpec {
 // Reads `spec.root`, which validation has checked: call it on a validated spec only.
 ClusterSpec cluster_of(const PipelineSpec& spec);
 
-const char* launcher_name(LauncherKind launcher);     // "local" | "ssh" | "slurm"
-const char* storage_name(CheckpointStorage storage);  // "coordinator" | "shared"
+const char* launcher_name(LauncherKind launcher);    // "local" | "ssh" | "slurm"
+const char* storage_name(CheckpointStorage storage); // "coordinator" | "shared"
 
 // "worker2" for "ops@worker2" and for "worker2".
 std::string_view host_address(std::string_view host_name);

@@ -18,7 +18,8 @@ std::string chain_words(const PipelineSpec& spec, const Chain& chain) {
          std::to_string(chain.parallelism);
 }
 
-std::optional<std::size_t> host_named(const std::vector<PlacementHost>& hosts, const std::string& pin) {
+std::optional<std::size_t> host_named(const std::vector<PlacementHost>& hosts,
+                                      const std::string& pin) {
   for (std::size_t h = 0; h < hosts.size(); ++h)
     if (pin_names_host(pin, hosts[h].name)) return h;
   return std::nullopt;
@@ -26,13 +27,15 @@ std::optional<std::size_t> host_named(const std::vector<PlacementHost>& hosts, c
 
 std::string host_names(const std::vector<PlacementHost>& hosts) {
   std::string out;
-  for (const auto& h : hosts) out += (out.empty() ? "" : ", ") + h.name;
+  for (const auto& h : hosts)
+    out += (out.empty() ? "" : ", ") + h.name;
   return out.empty() ? "(none)" : out;
 }
 
 std::string slots_of_hosts(const std::vector<PlacementHost>& hosts) {
   std::string out;
-  for (const auto& h : hosts) out += (out.empty() ? "" : ", ") + h.name + " " + std::to_string(h.slots);
+  for (const auto& h : hosts)
+    out += (out.empty() ? "" : ", ") + h.name + " " + std::to_string(h.slots);
   return out;
 }
 
@@ -43,13 +46,13 @@ struct Decision {
 };
 
 // The chain's site from its nodes, or the problems that forbid any.
-Decision decide(const PipelineSpec& spec, const Chain& chain, const std::vector<PlacementHost>& hosts,
-                std::vector<std::string>& problems) {
-  std::string bound;                // why the chain must stay on the coordinator's host
-  std::optional<std::size_t> pin;   // the host its pins name
+Decision decide(const PipelineSpec& spec, const Chain& chain,
+                const std::vector<PlacementHost>& hosts, std::vector<std::string>& problems) {
+  std::string bound;              // why the chain must stay on the coordinator's host
+  std::optional<std::size_t> pin; // the host its pins name
   const NodeSpec* pinned_by = nullptr;
   bool bound_by_terminal = false;
-  bool conflict = false;            // reported: say nothing more of this chain
+  bool conflict = false; // reported: say nothing more of this chain
   for (std::size_t index : chain.nodes) {
     const NodeSpec& n = spec.nodes[index];
     const char* verb = n.role == NodeRole::Source ? "reads" : "writes";
@@ -58,12 +61,14 @@ Decision decide(const PipelineSpec& spec, const Chain& chain, const std::vector<
       bound_by_terminal = true;
     }
     if (n.reach == NodeReach::Path && !n.shared && n.host.empty() && bound.empty())
-      bound = node_words(n) + " " + verb + " a path on the coordinator's host (it is not shared = true)";
+      bound = node_words(n) + " " + verb +
+              " a path on the coordinator's host (it is not shared = true)";
     if (n.host.empty()) continue;
     auto h = host_named(hosts, n.host);
     if (!h) {
-      problems.push_back(std::string(role_name(n.role)) + " '" + n.name + "' pins itself to host '" +
-                         n.host + "', which is not among the job's hosts: " + host_names(hosts));
+      problems.push_back(std::string(role_name(n.role)) + " '" + n.name +
+                         "' pins itself to host '" + n.host +
+                         "', which is not among the job's hosts: " + host_names(hosts));
       conflict = true;
       continue;
     }
@@ -108,7 +113,8 @@ Decision decide(const PipelineSpec& spec, const Chain& chain, const std::vector<
 
 std::string joined(const std::vector<std::string>& lines) {
   std::string out;
-  for (const auto& l : lines) out += (out.empty() ? "" : "\n") + l;
+  for (const auto& l : lines)
+    out += (out.empty() ? "" : "\n") + l;
   return out;
 }
 
@@ -118,15 +124,18 @@ Result<Placement> place(const PipelineSpec& spec, const PhysicalPlan& plan,
                         const std::vector<PlacementHost>& hosts) {
   std::vector<std::string> problems;
   std::vector<Decision> decisions;
-  for (const auto& chain : plan.chains) decisions.push_back(decide(spec, chain, hosts, problems));
+  for (const auto& chain : plan.chains)
+    decisions.push_back(decide(spec, chain, hosts, problems));
   if (!problems.empty()) return fail(joined(problems));
 
   Placement p;
   p.task_hosts.assign(plan.tasks.size(), std::string());
-  for (const auto& d : decisions) p.chains.push_back(d.placement);
+  for (const auto& d : decisions)
+    p.chains.push_back(d.placement);
 
   std::vector<int> room(hosts.size());
-  for (std::size_t h = 0; h < hosts.size(); ++h) room[h] = std::max(0, hosts[h].slots);
+  for (std::size_t h = 0; h < hosts.size(); ++h)
+    room[h] = std::max(0, hosts[h].slots);
 
   // Pinned chains first: they have no other choice.
   std::vector<std::string> pinned_need(hosts.size());
@@ -139,12 +148,13 @@ Result<Placement> place(const PipelineSpec& spec, const PhysicalPlan& plan,
   }
   for (std::size_t h = 0; h < hosts.size(); ++h)
     if (pinned_count[h] > room[h])
-      problems.push_back("host '" + hosts[h].name + "' has " + std::to_string(room[h]) +
-                         " slot(s), but the nodes pinned to it need " +
-                         std::to_string(pinned_count[h]) + " (" + pinned_need[h] +
-                         "): give it more slots ({ host = \"" + std::string(host_address(hosts[h].name)) +
-                         "\", slots = " + std::to_string(pinned_count[h]) +
-                         "} in [cluster] hosts), pin fewer nodes to it, or lower their parallelism");
+      problems.push_back(
+          "host '" + hosts[h].name + "' has " + std::to_string(room[h]) +
+          " slot(s), but the nodes pinned to it need " + std::to_string(pinned_count[h]) + " (" +
+          pinned_need[h] + "): give it more slots ({ host = \"" +
+          std::string(host_address(hosts[h].name)) +
+          "\", slots = " + std::to_string(pinned_count[h]) +
+          "} in [cluster] hosts), pin fewer nodes to it, or lower their parallelism");
   if (!problems.empty()) return fail(joined(problems));
 
   int spread_need = 0;
@@ -163,7 +173,8 @@ Result<Placement> place(const PipelineSpec& spec, const PhysicalPlan& plan,
     std::string need = std::to_string(spread_need + pinned_total);
     return fail("not enough slots: the job needs " + need +
                 " on its hosts, one per task that does not run on the coordinator's host (" +
-                spread_chains + (pinned_total ? ", and " + std::to_string(pinned_total) + " pinned" : "") +
+                spread_chains +
+                (pinned_total ? ", and " + std::to_string(pinned_total) + " pinned" : "") +
                 "), but the hosts have " + std::to_string(capacity) + ": " + slots_of_hosts(hosts) +
                 ". Give the hosts more slots ({ host = \"NAME\", slots = N } in [cluster] hosts), "
                 "add hosts, or lower the parallelism (-p, or a node's parallelism)");

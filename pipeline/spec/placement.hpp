@@ -46,9 +46,7 @@ struct Placement {
   std::vector<std::string> task_hosts; // by task id: a host's name; "" = the coordinator's host
   std::vector<ChainPlacement> chains;  // by chain id
 
-  const std::string& host_of(int task) const {
-    return task_hosts[static_cast<std::size_t>(task)];
-  }
+  const std::string& host_of(int task) const { return task_hosts[static_cast<std::size_t>(task)]; }
 };
 
 // Fails, with every problem in one message (one per line), when a pin names no host, a chain

@@ -20,8 +20,8 @@ inline constexpr const char* slurm_stand_in = "(a node of the Slurm allocation)"
 
 struct PlacementPreview {
   ClusterSpec cluster;
-  std::vector<PlacementHost> hosts;  // as given to place()
-  std::vector<std::string> assumed;  // hosts whose slots were not given
+  std::vector<PlacementHost> hosts; // as given to place()
+  std::vector<std::string> assumed; // hosts whose slots were not given
   Result<Placement> placement = fail("not placed");
 };
 

@@ -21,7 +21,8 @@ LoadResult load(const std::string& text) {
 
 std::string all(const LoadResult& r) {
   std::string out;
-  for (const auto& d : r.diagnostics) out += d.to_string() + "\n";
+  for (const auto& d : r.diagnostics)
+    out += d.to_string() + "\n";
   return out;
 }
 
@@ -89,7 +90,8 @@ storage = "shared"
   CHECK(c.storage == CheckpointStorage::Shared);
 }
 
-TEST_CASE("cluster defaults: local without hosts, ssh and coordinator storage with them", "[cluster]") {
+TEST_CASE("cluster defaults: local without hosts, ssh and coordinator storage with them",
+          "[cluster]") {
   auto r = load(head);
   REQUIRE(r.spec);
   ClusterSpec c = cluster_of(*r.spec);
@@ -147,8 +149,9 @@ TEST_CASE("launcher ssh needs hosts; local and slurm take none", "[cluster]") {
              "remove 'hosts', or use launcher = \"ssh\")");
   CHECK(r.diagnostics.size() == 1);
   r = load(head + "[cluster]\nlauncher = \"slurm\"\nhosts = [\"a\"]\n");
-  CHECK_DIAG(r, "p.toml:16:9", "'hosts' is not used with launcher = \"slurm\" (workers run on the "
-                               "nodes of the Slurm allocation");
+  CHECK_DIAG(r, "p.toml:16:9",
+             "'hosts' is not used with launcher = \"slurm\" (workers run on the "
+             "nodes of the Slurm allocation");
   // An empty list with the default launcher is no hosts at all: local.
   r = load(head + "[cluster]\nhosts = []\n");
   REQUIRE(r.spec);
@@ -159,7 +162,9 @@ TEST_CASE("host entries: types, slots at least 1, names ssh can take", "[cluster
   auto r = load(head + R"toml([cluster]
 hosts = ["a", 5, { host = "b", slots = 0 }, { slots = 2 }, "", "-oProxyCommand=x", "c d", "@e", "f@", { host = "g", slots = "4" }]
 )toml");
-  CHECK_DIAG(r, "p.toml:15:15", "'cluster.hosts[1]' must be a string or a table like { host = \"h\", slots = 4 }, got integer");
+  CHECK_DIAG(r, "p.toml:15:15",
+             "'cluster.hosts[1]' must be a string or a table like { host = \"h\", slots = 4 }, got "
+             "integer");
   CHECK_DIAG(r, "p.toml:15:40", "'cluster.hosts[2].slots' must be at least 1, got 0");
   CHECK_DIAG(r, "p.toml:15:45", "[cluster.hosts[3]] needs 'host'");
   CHECK_DIAG(r, "p.toml:15:60", "'cluster.hosts[4]' must not be empty");
@@ -180,7 +185,8 @@ hosts = ["w1", "w2",
   CHECK_DIAG(r, "p.toml:16:3",
              "host 'w2' is listed twice in [cluster] hosts (first as 'w2' at line 15): list each "
              "host once, with { host = \"w2\", slots = N } for more workers on it");
-  CHECK_DIAG(r, "p.toml:17:12", "host 'w1' is listed twice in [cluster] hosts (first as 'w1' at line 15)");
+  CHECK_DIAG(r, "p.toml:17:12",
+             "host 'w1' is listed twice in [cluster] hosts (first as 'w1' at line 15)");
   CHECK(r.diagnostics.size() == 2);
 }
 
@@ -209,7 +215,8 @@ hostz = 1
 
 TEST_CASE("checkpoint storage is coordinator or shared", "[cluster]") {
   auto r = load(head + "[checkpoint]\nstorage = \"nfs\"\n");
-  CHECK_DIAG(r, "p.toml:15:11", "'checkpoint.storage' must be one of coordinator, shared; got 'nfs'");
+  CHECK_DIAG(r, "p.toml:15:11",
+             "'checkpoint.storage' must be one of coordinator, shared; got 'nfs'");
 }
 
 TEST_CASE("a node pins itself to a host of [cluster], as written or by address", "[cluster]") {
@@ -257,7 +264,8 @@ inputs = ["ok"]
   CHECK_DIAG(r, "p.toml:4:8",
              "unknown host 'w3' in 'host' of source 'g'; did you mean 'w1'? valid: w1, ops@w2 (an "
              "entry of [cluster] hosts as written, or its part after '@')");
-  CHECK_DIAG(r, "p.toml:9:8", "unknown host 'worker' in 'host' of operator 'ok'; valid: w1, ops@w2");
+  CHECK_DIAG(r, "p.toml:9:8",
+             "unknown host 'worker' in 'host' of operator 'ok'; valid: w1, ops@w2");
   CHECK(r.diagnostics.size() == 2);
 
   r = load(nodes);
@@ -355,8 +363,9 @@ inputs = ["g"]
 zzz = 1
 )toml");
   CHECK_DIAG(r, "p.toml:4:1", "unknown key 'hots' in source 'g'; did you mean 'host'?");
-  CHECK_DIAG(r, "p.toml:9:1", "valid keys: type, inputs, parallelism, partition, on_error, "
-                              "dead_letter, host, shared, ");
+  CHECK_DIAG(r, "p.toml:9:1",
+             "valid keys: type, inputs, parallelism, partition, on_error, "
+             "dead_letter, host, shared, ");
 }
 
 TEST_CASE("every cluster problem is reported at once", "[cluster]") {

@@ -27,7 +27,8 @@ Job load(const std::string& text) {
   operators::register_builtin_types(registry);
   auto r = load_pipeline_text(text, "p.toml", "/base", {}, runtime::catalog_of(registry));
   std::string problems;
-  for (const auto& d : r.diagnostics) problems += d.to_string() + "\n";
+  for (const auto& d : r.diagnostics)
+    problems += d.to_string() + "\n";
   INFO(problems);
   REQUIRE(r.spec);
   Job job{std::move(*r.spec), {}};
@@ -44,14 +45,16 @@ std::vector<std::string> hosts_of_chain(const Job& job, const Placement& p, int 
 
 std::map<std::string, int> count_per_host(const Placement& p) {
   std::map<std::string, int> out;
-  for (const auto& h : p.task_hosts) ++out[h];
+  for (const auto& h : p.task_hosts)
+    ++out[h];
   return out;
 }
 
 // [cluster] listing `hosts`, for pipelines whose nodes pin themselves (validation checks pins).
 std::string cluster_of_hosts(const std::vector<PlacementHost>& hosts) {
   std::string out = "[cluster]\nhosts = [";
-  for (std::size_t k = 0; k < hosts.size(); ++k) out += (k ? ", \"" : "\"") + hosts[k].name + "\"";
+  for (std::size_t k = 0; k < hosts.size(); ++k)
+    out += (k ? ", \"" : "\"") + hosts[k].name + "\"";
   return out + "]\n";
 }
 
@@ -67,7 +70,8 @@ type = "reduce"
 inputs = ["g"]
 key = ["user"]
 aggregates = { n = "count()" }
-)toml" + extra_reduce_keys + R"toml(
+)toml" + extra_reduce_keys +
+         R"toml(
 [sinks.out]
 type = "file"
 path = "out"
@@ -97,7 +101,8 @@ shared = true
   auto p = place(job.spec, job.plan, three_by_two);
   INFO((p ? "" : p.error()));
   REQUIRE(p);
-  CHECK(hosts_of_chain(job, *p, 0) == std::vector<std::string>{"w1", "ops@w2", "w3", "w1", "ops@w2", "w3"});
+  CHECK(hosts_of_chain(job, *p, 0) ==
+        std::vector<std::string>{"w1", "ops@w2", "w3", "w1", "ops@w2", "w3"});
   CHECK(p->chains[0].site == ChainSite::Spread);
   CHECK(count_per_host(*p) == std::map<std::string, int>{{"w1", 2}, {"ops@w2", 2}, {"w3", 2}});
 }
@@ -166,7 +171,9 @@ inputs = ["ok"]
     FAIL("no chain starts with " << node);
     return -1;
   };
-  auto site = [&](const std::string& node) { return p->chains[static_cast<std::size_t>(chain_of(node))]; };
+  auto site = [&](const std::string& node) {
+    return p->chains[static_cast<std::size_t>(chain_of(node))];
+  };
   CHECK(site("in").site == ChainSite::Coordinator);
   CHECK(site("in").reason == "stdin source 'in' reads the coordinator's terminal");
   CHECK(site("out").reason == "stdout sink 'out' writes the coordinator's terminal");
@@ -235,9 +242,10 @@ hosts = ["w1", "w2"]
 )toml");
   auto p = place(job.spec, job.plan, {{"w1", 4}, {"w2", 4}});
   REQUIRE_FALSE(p);
-  CHECK(p.error() == "chain 0 'g -> ok -> out' x1 runs in one process per subtask, but source 'g' pins it "
-                     "to 'w1' and operator 'ok' to 'w2': pin them to the same host, or split the "
-                     "chain with partition = \"rebalance\" on the second");
+  CHECK(p.error() ==
+        "chain 0 'g -> ok -> out' x1 runs in one process per subtask, but source 'g' pins it "
+        "to 'w1' and operator 'ok' to 'w2': pin them to the same host, or split the "
+        "chain with partition = \"rebalance\" on the second");
 
   job = load(R"toml(name = "x"
 [sources.logs]
@@ -374,10 +382,12 @@ TEST_CASE("random parallelism, slots and pins: every task placed within every ho
     int pinned_host = uniform(-1, host_count - 1); // -1: no pin
     std::string pin;
     if (pinned_host >= 0)
-      pin = "host = \"" + std::string(host_address(hosts[static_cast<std::size_t>(pinned_host)].name)) + "\"\n";
+      pin = "host = \"" +
+            std::string(host_address(hosts[static_cast<std::size_t>(pinned_host)].name)) + "\"\n";
     bool shared_source = uniform(0, 1) == 1;
-    std::string text = "name = \"r\"\n[sources.s]\ntype = \"" + std::string(shared_source ? "file" : "generator") +
-                       "\"\n" + (shared_source ? "path = \"/nfs/in\"\nshared = true\n" : "") +
+    std::string text = "name = \"r\"\n[sources.s]\ntype = \"" +
+                       std::string(shared_source ? "file" : "generator") + "\"\n" +
+                       (shared_source ? "path = \"/nfs/in\"\nshared = true\n" : "") +
                        "parallelism = " + std::to_string(p_source) + R"toml(
 [sources.in]
 type = "stdin"
@@ -386,23 +396,27 @@ type = "reduce"
 inputs = ["s", "in"]
 key = ["user"]
 aggregates = { n = "count()" }
-parallelism = )toml" + std::to_string(p_reduce) + "\n" + pin + R"toml(
+parallelism = )toml" + std::to_string(p_reduce) +
+                       "\n" + pin + R"toml(
 [sinks.out]
 type = "file"
 path = "out"
 inputs = ["per_user"]
 shared = true
-parallelism = )toml" + std::to_string(p_sink) + "\n" + cluster_of_hosts(hosts);
+parallelism = )toml" + std::to_string(p_sink) +
+                       "\n" + cluster_of_hosts(hosts);
     Job job = load(text);
     auto p = place(job.spec, job.plan, hosts);
 
     int capacity = 0;
-    for (const auto& h : hosts) capacity += h.slots;
+    for (const auto& h : hosts)
+      capacity += h.slots;
     int on_hosts = 0, pinned = 0;
     for (const auto& c : job.plan.chains) {
       bool terminal = job.spec.nodes[c.nodes[0]].type == "stdin";
       bool is_pinned = false;
-      for (std::size_t n : c.nodes) is_pinned = is_pinned || !job.spec.nodes[n].host.empty();
+      for (std::size_t n : c.nodes)
+        is_pinned = is_pinned || !job.spec.nodes[n].host.empty();
       if (!terminal) on_hosts += c.parallelism;
       if (is_pinned) pinned += c.parallelism;
     }
@@ -417,7 +431,8 @@ parallelism = )toml" + std::to_string(p_sink) + "\n" + cluster_of_hosts(hosts);
     ++placed;
     REQUIRE(p->task_hosts.size() == job.plan.tasks.size());
     std::map<std::string, int> used = count_per_host(*p);
-    for (const auto& h : hosts) CHECK(used[h.name] <= h.slots);
+    for (const auto& h : hosts)
+      CHECK(used[h.name] <= h.slots);
     for (const auto& t : job.plan.tasks) {
       const Chain& c = job.plan.chains[static_cast<std::size_t>(t.chain)];
       const NodeSpec& head = job.spec.nodes[c.nodes[0]];
@@ -426,10 +441,12 @@ parallelism = )toml" + std::to_string(p_sink) + "\n" + cluster_of_hosts(hosts);
         CHECK(at.empty());
         continue;
       }
-      bool known = std::any_of(hosts.begin(), hosts.end(), [&](const PlacementHost& h) { return h.name == at; });
+      bool known = std::any_of(hosts.begin(), hosts.end(),
+                               [&](const PlacementHost& h) { return h.name == at; });
       CHECK(known); // every other task is on a host, none left on the coordinator's
       for (std::size_t n : c.nodes)
-        if (!job.spec.nodes[n].host.empty()) CHECK(at == hosts[static_cast<std::size_t>(pinned_host)].name);
+        if (!job.spec.nodes[n].host.empty())
+          CHECK(at == hosts[static_cast<std::size_t>(pinned_host)].name);
     }
     // Spreading: while a host with free slots holds fewer of a chain's subtasks, no host holds
     // two more than it.
@@ -440,7 +457,8 @@ parallelism = )toml" + std::to_string(p_sink) + "\n" + cluster_of_hosts(hosts);
         if (t.chain == c.id) ++held[p->host_of(t.id)];
       for (const auto& h : hosts)
         if (used[h.name] < h.slots)
-          for (const auto& [other, n] : held) CHECK(n <= held[h.name] + 1);
+          for (const auto& [other, n] : held)
+            CHECK(n <= held[h.name] + 1);
     }
   }
   // Both outcomes were exercised.
