@@ -6,12 +6,13 @@
 #include "pipeline/runtime/host_limits.hpp"
 #include "pipeline/runtime/job_loader.hpp"
 #include "pipeline/spec/graph_render.hpp"
+#include "state/error.hpp"
 
 namespace streamctl::cli {
 
 void add_graph_command(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand(
-      "graph", "Print the logical graph and the physical plan: subtasks, fused chains, edge partitioning");
+      "graph", "Print the logical graph, the physical plan and its placement: subtasks, fused chains, edge partitioning, hosts");
   struct Options {
     std::string file;
     std::string format = "text";
@@ -35,7 +36,10 @@ void add_graph_command(CLI::App& app, Context& ctx) {
     auto format = o->format == "dot"    ? pipeline::GraphFormat::Dot
                   : o->format == "json" ? pipeline::GraphFormat::Json
                                         : pipeline::GraphFormat::Text;
-    std::cout << pipeline::render_graph(job.spec, job.plan, format);
+    auto placement = pipeline::preview_placement(job.spec, job.plan);
+    std::cout << pipeline::render_graph(job.spec, job.plan, placement, format);
+    // The graph is shown all the same: it says which chains the problem is about.
+    if (!placement.placement) throw Error(ErrorKind::Usage, "cannot place the job: " + placement.placement.error());
     ctx.exit_code = 0;
   });
 }

@@ -5,6 +5,8 @@
 #include "cli/limit_options.hpp"
 #include "pipeline/runtime/host_limits.hpp"
 #include "pipeline/runtime/job_loader.hpp"
+#include "pipeline/spec/placement_preview.hpp"
+#include "state/error.hpp"
 
 namespace streamctl::cli {
 
@@ -21,6 +23,9 @@ void add_validate_command(CLI::App& app, Context& ctx) {
     auto job = runtime::load_job(*file, *overrides, ctx.registry, limits->max_pipeline_size);
     // What `run` would refuse is not "ok"; other jobs that may be running then are not counted.
     runtime::enforce_worker_limits(job, limits->worker_limits());
+    // Hosts without `slots` count as large enough here; `run` checks their real core counts.
+    auto placement = pipeline::preview_placement(job.spec, job.plan);
+    if (!placement.placement) throw Error(ErrorKind::Usage, "cannot place the job: " + placement.placement.error());
     if (!ctx.global.quiet)
       std::cerr << *file << ": ok (" << job.spec.nodes.size() << " nodes, " << job.plan.tasks.size()
                 << (job.plan.tasks.size() == 1 ? " worker process)\n" : " worker processes)\n");

@@ -70,7 +70,122 @@ std::string tasks_of(const PhysicalPlan& plan, const Chain& chain) {
   return "tasks " + std::to_string(ids.front()) + "-" + std::to_string(ids.back());
 }
 
-std::string render_text(const PipelineSpec& spec, const PhysicalPlan& plan) {
+
+// Placement, as each format shows it.
+bool has_hosts(const PlacementPreview& pp) { return pp.cluster.launcher != LauncherKind::Local; }
+
+bool spread_at_run_time(const PlacementPreview& pp, const ChainPlacement& c) {
+  return pp.cluster.launcher == LauncherKind::Slurm && c.site == ChainSite::Spread;
+}
+
+std::vector<const Task*> tasks_of_chain(const PhysicalPlan& plan, const Chain& chain) {
+  std::vector<const Task*> out;
+  for (const auto& t : plan.tasks)
+    if (t.chain == chain.id) out.push_back(&t);
+  return out;
+}
+
+std::string host_label(const std::string& host) { return host.empty() ? "the coordinator's host" : host; }
+
+// "worker1 x2, worker2 x1", hosts in the order of their first task.
+std::string hosts_of_chain(const PhysicalPlan& plan, const Chain& chain, const Placement& placement) {
+  std::vector<std::pair<std::string, int>> counts;
+  for (const Task* t : tasks_of_chain(plan, chain)) {
+    const std::string& h = placement.host_of(t->id);
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == h; });
+    if (it == counts.end()) counts.emplace_back(h, 1);
+    else ++it->second;
+  }
+  std::string out;
+  for (const auto& [h, n] : counts) out += (out.empty() ? "" : ", ") + host_label(h) + " x" + std::to_string(n);
+  return out;
+}
+
+std::string chain_site_text(const PlacementPreview& pp, const PhysicalPlan& plan, const Chain& chain) {
+  const Placement& placement = *pp.placement;
+  const ChainPlacement& c = placement.chains[static_cast<std::size_t>(chain.id)];
+  switch (c.site) {
+  case ChainSite::Coordinator: return "on the coordinator's host (" + c.reason + ")";
+  case ChainSite::Pinned: return "on " + c.host + " (" + c.reason + ")";
+  case ChainSite::Spread: break;
+  }
+  if (spread_at_run_time(pp, c)) return "spread over the nodes of the Slurm allocation at run time";
+  // "spread: w1 tasks 1, 4; w2 tasks 2, 5", hosts in the order of their first task.
+  std::vector<std::pair<std::string, std::vector<int>>> by_host;
+  for (const Task* t : tasks_of_chain(plan, chain)) {
+    const std::string& h = placement.host_of(t->id);
+    auto it = std::find_if(by_host.begin(), by_host.end(), [&](const auto& e) { return e.first == h; });
+    if (it == by_host.end()) by_host.emplace_back(h, std::vector<int>{t->id});
+    else it->second.push_back(t->id);
+  }
+  std::string out = "spread:";
+  for (std::size_t k = 0; k < by_host.size(); ++k) {
+    const auto& [host, ids] = by_host[k];
+    out += (k ? "; " : " ") + host + (ids.size() == 1 ? " task " : " tasks ");
+    for (std::size_t i = 0; i < ids.size(); ++i) out += (i ? ", " : "") + std::to_string(ids[i]);
+  }
+  return out;
+}
+
+std::string indented(const std::string& text, const std::string& indent) {
+  std::string out = indent;
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out += indent;
+  }
+  return out + "\n";
+}
+
+std::string placement_text(const PipelineSpec& spec, const PhysicalPlan& plan, const PlacementPreview& pp) {
+  std::ostringstream out;
+  if (!has_hosts(pp)) {
+    out << "\nplacement: every task on this host\n";
+    if (!pp.placement) out << indented("cannot place the job: " + pp.placement.error(), "  ");
+    return out.str();
+  }
+  const ClusterSpec& cl = pp.cluster;
+  out << "\nplacement: launcher \"" << launcher_name(cl.launcher) << "\", checkpoint storage \""
+      << storage_name(cl.storage) << "\", links between hosts "
+      << (cl.encrypt ? "encrypted (CurveZMQ)" : "NOT encrypted (encrypt = false)") << "\n";
+  if (cl.launcher == LauncherKind::Slurm) {
+    out << "  hosts: the nodes of the Slurm allocation, known at run time\n";
+  } else {
+    out << "  hosts:\n";
+    std::size_t width = 0;
+    for (const auto& h : pp.hosts) width = std::max(width, h.name.size());
+    for (const auto& h : pp.hosts) {
+      bool assumed = std::find(pp.assumed.begin(), pp.assumed.end(), h.name) != pp.assumed.end();
+      int used = 0;
+      if (pp.placement)
+        used = static_cast<int>(std::count(pp.placement->task_hosts.begin(), pp.placement->task_hosts.end(), h.name));
+      out << "    " << h.name << std::string(width - h.name.size() + 2, ' ');
+      if (assumed)
+        out << used << " task(s); slots not given: its core count, read at run time (placed here as if it had enough)\n";
+      else
+        out << used << " task(s) of " << h.slots << " slot(s)\n";
+    }
+  }
+  if (!pp.placement) {
+    out << indented("cannot place the job: " + pp.placement.error(), "  ");
+    return out.str();
+  }
+  for (const auto& c : plan.chains)
+    out << "  chain " << c.id << " (" << chain_label(spec, c) << "): " << chain_site_text(pp, plan, c) << "\n";
+  auto on_coordinator = std::count(pp.placement->task_hosts.begin(), pp.placement->task_hosts.end(), "");
+  out << "  on the coordinator's host: " << on_coordinator << " task(s), taking no slot of the hosts\n";
+  return out.str();
+}
+
+// The placement line of a chain's box in dot; empty without hosts.
+std::string placement_dot_label(const PlacementPreview& pp, const PhysicalPlan& plan, const Chain& chain) {
+  if (!has_hosts(pp) || !pp.placement) return "";
+  const ChainPlacement& c = pp.placement->chains[static_cast<std::size_t>(chain.id)];
+  if (c.site == ChainSite::Coordinator) return "\\non the coordinator's host";
+  if (spread_at_run_time(pp, c)) return "\\non the Slurm allocation";
+  return "\\non " + hosts_of_chain(plan, chain, *pp.placement);
+}
+
+std::string render_text(const PipelineSpec& spec, const PhysicalPlan& plan, const PlacementPreview& pp) {
   std::ostringstream out;
   out << "pipeline " << spec.name << " (max_parallelism " << spec.max_parallelism << ")\n\n";
   out << "logical graph:\n";
@@ -98,15 +213,16 @@ std::string render_text(const PipelineSpec& spec, const PhysicalPlan& plan) {
     if (e.fused) out << "forward, fused (in memory)\n";
     else out << partition_name(e.partition) << ", " << e.channels << " channel(s)\n";
   }
-  out << "\nplacement: every task on this host\n";
+  out << placement_text(spec, plan, pp);
   return out.str();
 }
 
-std::string render_dot(const PipelineSpec& spec, const PhysicalPlan& plan) {
+std::string render_dot(const PipelineSpec& spec, const PhysicalPlan& plan, const PlacementPreview& pp) {
   std::ostringstream out;
   out << "digraph " << dot_string(spec.name) << " {\n  rankdir=LR;\n  node [shape=box];\n";
   for (const auto& c : plan.chains) {
-    out << "  subgraph cluster_chain" << c.id << " {\n    label=" << dot_string("chain " + std::to_string(c.id) + " x" + std::to_string(c.parallelism)) << ";\n";
+    out << "  subgraph cluster_chain" << c.id << " {\n    label=" << dot_string("chain " + std::to_string(c.id) + " x" + std::to_string(c.parallelism) +
+                                    placement_dot_label(pp, plan, c)) << ";\n";
     for (std::size_t n : c.nodes) {
       const auto& node = spec.nodes[n];
       out << "    " << dot_string(node.name) << " [label="
@@ -127,7 +243,15 @@ std::string render_dot(const PipelineSpec& spec, const PhysicalPlan& plan) {
   return out.str();
 }
 
-std::string render_json(const PipelineSpec& spec, const PhysicalPlan& plan) {
+// "localhost" for the coordinator's host (as `status` says), null where it is not known yet.
+std::string task_host_json(const PlacementPreview& pp, const Task& t) {
+  if (!pp.placement) return "null";
+  if (spread_at_run_time(pp, pp.placement->chains[static_cast<std::size_t>(t.chain)])) return "null";
+  const std::string& h = pp.placement->host_of(t.id);
+  return json_string(h.empty() ? "localhost" : h);
+}
+
+std::string render_json(const PipelineSpec& spec, const PhysicalPlan& plan, const PlacementPreview& pp) {
   std::ostringstream out;
   out << "{\"name\":" << json_string(spec.name) << ",\"max_parallelism\":" << spec.max_parallelism
       << ",\"nodes\":[";
@@ -152,25 +276,47 @@ std::string render_json(const PipelineSpec& spec, const PhysicalPlan& plan) {
     const auto& c = plan.chains[k];
     out << (k ? "," : "") << "{\"id\":" << c.id << ",\"parallelism\":" << c.parallelism << ",\"nodes\":[";
     for (std::size_t i = 0; i < c.nodes.size(); ++i) out << (i ? "," : "") << json_string(spec.nodes[c.nodes[i]].name);
-    out << "]}";
+    out << "]";
+    if (pp.placement) {
+      const ChainPlacement& where = pp.placement->chains[k];
+      const char* site = where.site == ChainSite::Coordinator ? "coordinator"
+                         : where.site == ChainSite::Pinned    ? "pinned"
+                                                              : "spread";
+      out << ",\"placement\":" << json_string(site) << ",\"reason\":" << json_string(where.reason);
+    }
+    out << "}";
   }
   out << "],\"tasks\":[";
   for (std::size_t k = 0; k < plan.tasks.size(); ++k) {
     const auto& t = plan.tasks[k];
     out << (k ? "," : "") << "{\"id\":" << t.id << ",\"chain\":" << t.chain << ",\"subtask\":" << t.subtask
-        << ",\"host\":\"localhost\"}";
+        << ",\"host\":" << task_host_json(pp, t) << "}";
   }
-  out << "]}\n";
+  const ClusterSpec& cl = pp.cluster;
+  out << "],\"placement\":{\"launcher\":" << json_string(launcher_name(cl.launcher))
+      << ",\"checkpoint_storage\":" << json_string(storage_name(cl.storage))
+      << ",\"encrypt\":" << (cl.encrypt ? "true" : "false") << ",\"hosts\":[";
+  if (cl.launcher != LauncherKind::Slurm)
+    for (std::size_t k = 0; k < pp.hosts.size(); ++k) {
+      const auto& h = pp.hosts[k];
+      bool assumed = std::find(pp.assumed.begin(), pp.assumed.end(), h.name) != pp.assumed.end();
+      out << (k ? "," : "") << "{\"name\":" << json_string(h.name) << ",\"slots\":";
+      if (assumed) out << "null";
+      else out << h.slots;
+      out << "}";
+    }
+  out << "],\"error\":" << (pp.placement ? std::string("null") : json_string(pp.placement.error())) << "}}\n";
   return out.str();
 }
 
 } // namespace
 
-std::string render_graph(const PipelineSpec& spec, const PhysicalPlan& plan, GraphFormat format) {
+std::string render_graph(const PipelineSpec& spec, const PhysicalPlan& plan,
+                         const PlacementPreview& placement, GraphFormat format) {
   switch (format) {
-  case GraphFormat::Text: return render_text(spec, plan);
-  case GraphFormat::Dot: return render_dot(spec, plan);
-  case GraphFormat::Json: return render_json(spec, plan);
+  case GraphFormat::Text: return render_text(spec, plan, placement);
+  case GraphFormat::Dot: return render_dot(spec, plan, placement);
+  case GraphFormat::Json: return render_json(spec, plan, placement);
   }
   return {};
 }

@@ -104,6 +104,45 @@ void check_error_handling(Checker& c, const toml::table& table, const Owner& own
   d.spec.dead_letter = (p.is_absolute() ? p : base_dir / p).lexically_normal();
 }
 
+NodeReach reach_of(const NodeTypeSchema& schema) {
+  if (schema.single_instance) return NodeReach::CoordinatorTerminal;
+  bool has_path = std::any_of(schema.keys.begin(), schema.keys.end(),
+                              [](const KeySchema& k) { return k.name == "path"; });
+  return has_path ? NodeReach::Path : NodeReach::Anywhere;
+}
+
+// `host` and `shared` (SPEC §9). Whether `host` names one of [cluster] hosts is checked once
+// every node is known (cluster_check.hpp).
+void check_placement_keys(Checker& c, const toml::table& table, const Owner& owner,
+                          const NodeTypeSchema* schema, NodeDraft& d) {
+  if (schema) d.spec.reach = reach_of(*schema);
+  if (auto v = table.get("host")) {
+    if (auto s = c.string_value(*v, "host")) {
+      if (s->empty())
+        c.error(c.pos(*v), "'host' of " + owner.base + " must not be empty");
+      else if (d.spec.reach == NodeReach::CoordinatorTerminal)
+        c.error(c.pos(*v), owner.subject + " " +
+                               (d.spec.role == NodeRole::Source ? "reads" : "writes") +
+                               " the terminal of `streamctl run`, so it runs on the coordinator's "
+                               "host: remove 'host'");
+      else {
+        d.spec.host = *s;
+        d.host_where = c.pos(*v);
+      }
+    }
+  }
+  if (auto v = table.get("shared")) {
+    if (!v->is_boolean())
+      c.type_error(*v, "shared", "boolean");
+    else if (schema && d.spec.reach != NodeReach::Path)
+      c.error(c.pos(*v), "'shared' is only for nodes that read or write files (file sources and "
+                         "sinks); " +
+                             owner.subject + " has no path");
+    else
+      d.spec.shared = v->as_boolean()->get();
+  }
+}
+
 } // namespace
 
 std::optional<NodeDraft> check_node(Checker& c, NodeRole role, const toml::key& name,
@@ -168,6 +207,7 @@ std::optional<NodeDraft> check_node(Checker& c, NodeRole role, const toml::key& 
     if (auto s = c.enum_value(*p, "partition", partition_choices))
       d.spec.partition = to_partition(*s);
   check_error_handling(c, *table, owner, base_dir, d);
+  check_placement_keys(c, *table, owner, schema, d);
 
   d.graph.name = d.spec.name;
   d.graph.role = role;
@@ -179,6 +219,9 @@ std::optional<NodeDraft> check_node(Checker& c, NodeRole role, const toml::key& 
   std::vector<std::string> hidden;
   (takes_inputs ? common : hidden).push_back("inputs");
   common.insert(common.end(), {"parallelism", "partition", "on_error", "dead_letter"});
+  // Listed as valid only where they are; elsewhere reported above in words of their own.
+  (d.spec.reach == NodeReach::CoordinatorTerminal ? hidden : common).push_back("host");
+  (d.spec.reach == NodeReach::Path ? common : hidden).push_back("shared");
   c.check_table(*table, schema->keys, common, owner, "", hidden);
 
   // A window's `late_output` names a second output that other nodes can take as an input.

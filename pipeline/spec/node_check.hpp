@@ -1,6 +1,7 @@
 #pragma once
 // Checks one `[sources.NAME]`, `[operators.NAME]` or `[sinks.NAME]` table: the keys every node
-// has (type, inputs, parallelism, partition, on_error, dead_letter), then its type's own keys.
+// has (type, inputs, parallelism, partition, on_error, dead_letter, host, shared), then its
+// type's own keys.
 // Internal to the pipeline spec; the graph and the names across nodes are checked afterwards.
 
 #include <cstdint>
@@ -24,6 +25,7 @@ struct NodeDraft {
   std::optional<std::int64_t> parallelism; // as written, when valid
   SourcePos parallelism_where;
   SourcePos late_output_where;
+  SourcePos host_where; // of `host`, when the node pins itself (spec.host set)
 };
 
 // Nullopt when `value` is not a table (reported); otherwise the draft, whose problems are in

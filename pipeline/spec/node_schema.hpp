@@ -4,8 +4,12 @@
 // operators/registry.cpp; validation (this folder) only reads the schemas, so the spec layer
 // needs no knowledge of the operators themselves.
 //
-// Keys every node has (type, inputs, parallelism, partition, on_error, dead_letter) are
-// checked by validation itself and are not listed in a schema.
+// Keys every node has (type, inputs, parallelism, partition, on_error, dead_letter, host,
+// shared) are checked by validation itself and are not listed in a schema.
+//
+// Where a node may run (SPEC §9) follows from its schema: a single-instance type reads or
+// writes the coordinator's terminal and runs on its host; a type with a `path` key reads or
+// writes files, and takes `shared = true` (NodeReach in pipeline_spec.hpp).
 
 #include <string>
 #include <vector>
@@ -40,7 +44,8 @@ struct NodeTypeSchema {
   std::string type;                  // the TOML `type`
   std::vector<KeySchema> keys;
   bool takes_inputs = true;          // false for sources
-  bool single_instance = false;      // stdin and stdout: parallelism is always 1
+  bool single_instance = false;      // stdin and stdout: parallelism is always 1, and it runs
+                                     // on the coordinator's host (its terminal)
 };
 
 const char* key_type_name(KeyType t);

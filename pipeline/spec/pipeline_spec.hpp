@@ -26,6 +26,12 @@ enum class Partition { Forward, Rebalance, Broadcast, Key };
 
 enum class OnError { Drop, Fail, DeadLetter };
 
+// Where a node's type lets it run (SPEC §9), told from its schema by validation: a
+// single-instance type (stdin, stdout) reads or writes the coordinator's terminal; a type with
+// a `path` key (file) reads or writes files, which are on the coordinator's host unless the
+// node says `shared = true` or pins itself with `host`.
+enum class NodeReach { Anywhere, CoordinatorTerminal, Path };
+
 struct NodeSpec {
   std::string name;
   NodeRole role = NodeRole::Operator;
@@ -35,6 +41,9 @@ struct NodeSpec {
   std::optional<Partition> partition;    // `partition = ...` override of the input edges
   OnError on_error = OnError::Drop;
   std::filesystem::path dead_letter;     // absolute; set when on_error = dead_letter
+  NodeReach reach = NodeReach::Anywhere;
+  std::string host;                      // `host = "NAME"` as written; empty: placement decides
+  bool shared = false;                   // `shared = true`: its path is on every host
   SourcePos where;                       // the [kind.NAME] header
   toml::table config;                    // the node's own table, as written (+ --set)
 };

@@ -24,6 +24,7 @@ const std::vector<KeySchema>& checkpoint_keys() {
       key("mode", KeyType::Enum, {"exactly-once", "at-least-once"}),
       key("retain", KeyType::Int),
       key("timeout", KeyType::Duration),
+      key("storage", KeyType::Enum, {"coordinator", "shared"}),
   };
   return keys;
 }
@@ -35,22 +36,6 @@ const std::vector<KeySchema>& restart_keys() {
       key("delay", KeyType::Duration),
       key("heartbeat_timeout", KeyType::Duration),
   };
-  return keys;
-}
-
-// `hosts` is checked by hand: each entry is a string or a table.
-const std::vector<KeySchema>& cluster_keys() {
-  static const std::vector<KeySchema> keys = {
-      key("launcher", KeyType::Enum, {"ssh", "agent"}),
-      key("ssh_options", KeyType::StringArray),
-      key("agents", KeyType::StringArray),
-  };
-  return keys;
-}
-
-const std::vector<KeySchema>& host_keys() {
-  static const std::vector<KeySchema> keys = {key("host", KeyType::String),
-                                              key("slots", KeyType::Int)};
   return keys;
 }
 
@@ -78,41 +63,6 @@ const std::vector<KeySchema>& top_level_keys() {
 void check_min(Checker& c, const toml::table& table, const std::string& key_name,
                const std::string& path, std::int64_t min) {
   if (auto v = table.get(key_name); v && v->is_integer()) c.int_at_least(*v, path, min);
-}
-
-void check_cluster(Checker& c, const toml::table& cluster) {
-  Owner owner = Owner{}.nested("cluster");
-  std::vector<std::string> also_known = {"hosts"};
-  c.check_table(cluster, cluster_keys(), also_known, owner, "cluster.");
-
-  if (auto hosts = cluster.get("hosts")) {
-    if (auto array = hosts->as_array()) {
-      for (std::size_t k = 0; k < array->size(); ++k) {
-        const toml::node& h = (*array)[k];
-        std::string path = "cluster.hosts[" + std::to_string(k) + "]";
-        if (auto s = h.as_string()) {
-          if (s->get().empty()) c.error(c.pos(h), "'" + path + "' must not be empty");
-        } else if (auto t = h.as_table()) {
-          Owner host_owner = owner.nested(path);
-          KeySchema required_host = host_keys()[0];
-          required_host.required = true;
-          c.check_table(*t, {required_host, host_keys()[1]}, {}, host_owner, path + ".");
-          check_min(c, *t, "slots", path + ".slots", 1);
-        } else {
-          c.type_error(h, path, "string or a table like { host = \"h\", slots = 4 }");
-        }
-      }
-    } else {
-      c.type_error(*hosts, "cluster.hosts", "array");
-    }
-  }
-
-  auto launcher = cluster.get("launcher");
-  if (launcher && launcher->value_or(std::string_view()) == "agent") {
-    auto agents = cluster.get("agents");
-    if (!agents || (agents->as_array() && agents->as_array()->empty()))
-      c.error(c.pos(*launcher), "[cluster] needs 'agents' when launcher = \"agent\"");
-  }
 }
 
 } // namespace
@@ -183,12 +133,9 @@ TopLevel check_top_level(Checker& c, const toml::table& root) {
     check_min(c, *t, "retain", "checkpoint.retain", 1);
   if (auto t = root.get_as<toml::table>("restart"))
     check_min(c, *t, "max_attempts", "restart.max_attempts", 0);
-  if (auto v = root.get("cluster")) {
-    if (auto t = v->as_table())
-      check_cluster(c, *t);
-    else
-      c.type_error(*v, "cluster", "table");
-  }
+  if (auto v = root.get("cluster"); v && !v->is_table())
+    c.type_error(*v, "cluster", "table");
+  top.cluster = check_cluster(c, root.get_as<toml::table>("cluster"));
   if (auto v = root.get("test");
       v && !(v->is_array_of_tables() || (v->as_array() && v->as_array()->empty())))
     c.type_error(*v, "test", "array of tables ([[test]])");

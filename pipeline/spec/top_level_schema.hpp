@@ -11,6 +11,7 @@
 
 #include <toml++/toml.h>
 
+#include "pipeline/spec/cluster_check.hpp"
 #include "pipeline/spec/schema_check.hpp"
 
 namespace streamctl::pipeline::detail {
@@ -25,6 +26,7 @@ struct TopLevel {
   int parallelism = 1;
   int max_parallelism = default_max_parallelism;
   bool max_parallelism_valid = true; // false: it was reported; skip comparisons against it
+  ClusterDraft cluster;
 };
 
 // Names become file names: a job's name starts its directory under the state dir

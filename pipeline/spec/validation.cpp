@@ -4,6 +4,7 @@
 #include <map>
 #include <tuple>
 
+#include "pipeline/spec/cluster_check.hpp"
 #include "pipeline/spec/graph_check.hpp"
 #include "pipeline/spec/node_check.hpp"
 #include "pipeline/spec/schema_check.hpp"
@@ -176,6 +177,7 @@ std::optional<PipelineSpec> validate_pipeline(const toml::table& root, const Val
         drafts.push_back(std::move(*d));
   }
   check_unique_names(c, drafts);
+  detail::check_host_pins(c, top.cluster, drafts);
 
   for (auto& d : drafts) {
     if (!d.parallelism) continue;
