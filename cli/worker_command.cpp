@@ -1,4 +1,6 @@
 #include <CLI/CLI.hpp>
+#include <csignal>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "cli/context.hpp"
@@ -55,6 +57,9 @@ void add_worker_command(CLI::App& app, Context& ctx) {
     o->spool_dir = *spool_dir;
     std::unique_ptr<runtime::BootstrapChannelWatch> watch;
     if (*bootstrap_fd >= 0) {
+      // Behind ssh the parent is sshd's session for this login: when it goes, so does the
+      // worker (a local parent already asked for this in ChildProcess).
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       // A coordinator of another version is refused here, before anything else (exit 2).
       o->bootstrap = runtime::read_bootstrap(*bootstrap_fd);
       spdlog::logger& log = *ctx.log;
