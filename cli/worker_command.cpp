@@ -63,8 +63,9 @@ void add_worker_command(CLI::App& app, Context& ctx) {
       // A coordinator of another version is refused here, before anything else (exit 2).
       o->bootstrap = runtime::read_bootstrap(*bootstrap_fd);
       spdlog::logger& log = *ctx.log;
-      watch = std::make_unique<runtime::BootstrapChannelWatch>(
-          *bootstrap_fd, [&log] { abandon(log, "the coordinator has gone (its channel to this worker closed)"); });
+      watch = std::make_unique<runtime::BootstrapChannelWatch>(*bootstrap_fd, [&log] {
+        abandon(log, "the coordinator has gone (its channel to this worker closed)");
+      });
       o->on_coordinator_lost = [&log](const std::string& why) { abandon(log, why); };
     }
     ctx.exit_code = runtime::run_worker(*o, *ctx.log);

@@ -58,15 +58,17 @@ Result<std::string> local_address_towards(std::string_view endpoint) {
       why = std::string("getsockname: ") + std::strerror(errno);
     } else {
       char text[INET6_ADDRSTRLEN] = {};
-      const void* address = local.ss_family == AF_INET6
-                                ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr)
-                                : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr);
+      const void* address =
+          local.ss_family == AF_INET6
+              ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr)
+              : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr);
       if (::inet_ntop(local.ss_family, address, text, sizeof text) != nullptr) answer = text;
     }
     ::close(fd);
   }
   ::freeaddrinfo(found);
-  if (answer.empty()) return Failure{"cannot find the local address towards '" + target->host + "': " + why};
+  if (answer.empty())
+    return Failure{"cannot find the local address towards '" + target->host + "': " + why};
   return answer;
 }
 

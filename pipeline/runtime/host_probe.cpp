@@ -59,11 +59,16 @@ Result<HostProbe> parse_probe(std::string_view text) {
     std::size_t eq = line.find('=');
     if (eq == std::string_view::npos) continue; // a remote shell's greeting, say
     std::string_view key = line.substr(0, eq), value = line.substr(eq + 1);
-    if (key == "version") p.version = std::string(value);
-    else if (key == "protocol") p.protocol = to_int(value, -1);
-    else if (key == "cores") p.cores = to_int(value, -1);
-    else if (key == "hostname") p.hostname = std::string(value);
-    else if (key == "coordinator_address") p.coordinator_address = std::string(value);
+    if (key == "version")
+      p.version = std::string(value);
+    else if (key == "protocol")
+      p.protocol = to_int(value, -1);
+    else if (key == "cores")
+      p.cores = to_int(value, -1);
+    else if (key == "hostname")
+      p.hostname = std::string(value);
+    else if (key == "coordinator_address")
+      p.coordinator_address = std::string(value);
   }
   if (p.version.empty() || p.protocol < 0 || p.cores < 1)
     return Failure{"not the output of `streamctl probe` (no version, protocol or cores)"};

@@ -14,12 +14,16 @@ std::string beacon_identity(int task, int attempt) {
   return "beacon-" + std::to_string(task) + "-" + std::to_string(attempt);
 }
 
-LivenessBeacon::LivenessBeacon(zmq::context_t& context, const std::string& endpoint, int task, int attempt,
-                               std::chrono::milliseconds every, std::chrono::milliseconds reply_timeout,
+LivenessBeacon::LivenessBeacon(zmq::context_t& context, const std::string& endpoint, int task,
+                               int attempt, std::chrono::milliseconds every,
+                               std::chrono::milliseconds reply_timeout,
                                std::function<void()> on_silence) {
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
-  if (wake_fd_ < 0) throw Error(ErrorKind::Internal, std::string("cannot start the liveness beacon: eventfd: ") + std::strerror(errno));
-  thread_ = std::thread([this, &context, endpoint, task, attempt, every, reply_timeout, on_silence = std::move(on_silence)] {
+  if (wake_fd_ < 0)
+    throw Error(ErrorKind::Internal,
+                std::string("cannot start the liveness beacon: eventfd: ") + std::strerror(errno));
+  thread_ = std::thread([this, &context, endpoint, task, attempt, every, reply_timeout,
+                         on_silence = std::move(on_silence)] {
     run(context, endpoint, task, attempt, every, reply_timeout, on_silence);
   });
 }
@@ -32,8 +36,9 @@ LivenessBeacon::~LivenessBeacon() {
   ::close(wake_fd_);
 }
 
-void LivenessBeacon::run(zmq::context_t& context, const std::string& endpoint, int task, int attempt,
-                         std::chrono::milliseconds every, std::chrono::milliseconds reply_timeout,
+void LivenessBeacon::run(zmq::context_t& context, const std::string& endpoint, int task,
+                         int attempt, std::chrono::milliseconds every,
+                         std::chrono::milliseconds reply_timeout,
                          const std::function<void()>& on_silence) {
   using Clock = std::chrono::steady_clock;
   zmq::socket_t socket(context, zmq::socket_type::dealer);
@@ -61,8 +66,10 @@ void LivenessBeacon::run(zmq::context_t& context, const std::string& endpoint, i
       return;
     }
     auto wake_at = expect_replies ? std::min(next_beat, last_reply + reply_timeout) : next_beat;
-    auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - now) + std::chrono::milliseconds(1);
-    zmq::pollitem_t items[] = {{nullptr, wake_fd_, ZMQ_POLLIN, 0}, {socket.handle(), 0, ZMQ_POLLIN, 0}};
+    auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - now) +
+                   std::chrono::milliseconds(1);
+    zmq::pollitem_t items[] = {{nullptr, wake_fd_, ZMQ_POLLIN, 0},
+                               {socket.handle(), 0, ZMQ_POLLIN, 0}};
     try {
       zmq::poll(items, expect_replies ? 2 : 1, timeout);
     } catch (const zmq::error_t& e) {

@@ -44,7 +44,8 @@ void drain(int& fd, std::string& into) {
 
 std::string spawn(const CommandSpec& spec, Running& r) {
   int out[2], err[2];
-  if (::pipe2(out, O_CLOEXEC | O_NONBLOCK) != 0) return std::string("pipe: ") + std::strerror(errno);
+  if (::pipe2(out, O_CLOEXEC | O_NONBLOCK) != 0)
+    return std::string("pipe: ") + std::strerror(errno);
   if (::pipe2(err, O_CLOEXEC | O_NONBLOCK) != 0) {
     ::close(out[0]);
     ::close(out[1]);
@@ -67,7 +68,8 @@ std::string spawn(const CommandSpec& spec, Running& r) {
   posix_spawnattr_setsigdefault(&attributes, &pipe);
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   std::vector<char*> argv;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& a : spec.argv)
+    argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   int rc = ::posix_spawnp(&r.pid, argv[0], &actions, &attributes, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
@@ -95,7 +97,8 @@ std::string CommandOutcome::last_error_line() const {
   std::size_t end = err.find_last_not_of("\r\n \t");
   if (end == std::string::npos) return {};
   std::size_t start = err.find_last_of('\n', end);
-  return err.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
+  return err.substr(start == std::string::npos ? 0 : start + 1,
+                    end + 1 - (start == std::string::npos ? 0 : start + 1));
 }
 
 std::vector<CommandOutcome> run_in_parallel(const std::vector<CommandSpec>& commands,

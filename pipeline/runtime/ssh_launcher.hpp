@@ -3,7 +3,8 @@
 // SPEC §9), as Open MPI and GNU parallel do: the user's ssh_config, keys, agents and
 // ControlMaster apply as usual; nothing listens on the hosts but their sshd.
 //
-//   ssh -T -o BatchMode=yes [ssh_options] -o ConnectTimeout=N HOST -- exec BINARY worker ARGS... --bootstrap-fd 0
+//   ssh -T -o BatchMode=yes [ssh_options] -o ConnectTimeout=N HOST -- exec BINARY worker ARGS...
+//   --bootstrap-fd 0
 //
 // -T: no tty (a tty mangles the streams and its hangup is the wrong signal); BatchMode: never
 // a password prompt on the coordinator's terminal. ssh joins the words after HOST with spaces
@@ -39,7 +40,7 @@ struct SshLauncherConfig {
   std::vector<SshHostConfig> hosts;
   std::vector<std::string> ssh_options; // words put before HOST: {"-F", "cfg", "-p", "2222"}
   std::string binary;                   // streamctl on the hosts; empty: self_executable's path
-  bool ship_binary = false;             // copy self_executable to each host's cache, by content hash
+  bool ship_binary = false; // copy self_executable to each host's cache, by content hash
   std::chrono::seconds connect_timeout{10};
   std::string self_executable; // the coordinator's binary; empty: /proc/self/exe
   std::string ssh_program = "ssh";
@@ -64,9 +65,11 @@ public:
 
   // The full argv of ssh running `remote_command` (a shell command line, its words quoted by
   // the caller) on `host`.
-  std::vector<std::string> ssh_command(const std::string& host, const std::string& remote_command) const;
+  std::vector<std::string> ssh_command(const std::string& host,
+                                       const std::string& remote_command) const;
   // "exec BINARY worker ARGS... --bootstrap-fd 0", quoted: what start() runs on `host`.
-  std::string worker_command(const std::string& host, const std::vector<std::string>& worker_args) const;
+  std::string worker_command(const std::string& host,
+                             const std::vector<std::string>& worker_args) const;
   // The streamctl path used on `host`: after prepare() with ship_binary, the shipped copy.
   const std::string& binary_on(const std::string& host) const;
   // Hosts the last prepare() copied the binary to.

@@ -37,15 +37,18 @@ Result<std::string> read_line(int fd, std::size_t limit, const char* what) {
     char c = 0;
     ssize_t n = ::read(fd, &c, 1);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Failure{std::string("cannot read the bootstrap's ") + what + ": " + std::strerror(errno)};
+    if (n < 0)
+      return Failure{std::string("cannot read the bootstrap's ") + what + ": " +
+                     std::strerror(errno)};
     if (n == 0)
       return Failure{std::string("the bootstrap channel ended before the bootstrap's ") + what +
                      (line.empty() ? std::string(" (it was empty)") : " (it held '" + line + "')")};
     if (c == '\n') return line;
     line += c;
     if (line.size() > limit)
-      return Failure{std::string("the bootstrap channel does not hold a streamctl bootstrap: its ") + what +
-                     " is longer than " + std::to_string(limit) + " bytes"};
+      return Failure{
+          std::string("the bootstrap channel does not hold a streamctl bootstrap: its ") + what +
+          " is longer than " + std::to_string(limit) + " bytes"};
   }
 }
 
@@ -62,13 +65,16 @@ Result<std::size_t> parse_size(std::string_view text) {
 
 } // namespace
 
-std::string_view streamctl_version() { return STREAMCTL_VERSION; }
+std::string_view streamctl_version() {
+  return STREAMCTL_VERSION;
+}
 
 std::string encode_bootstrap(const WorkerBootstrap& bootstrap) {
   return encode_bootstrap(bootstrap, streamctl_version(), transport::kProtocolVersion);
 }
 
-std::string encode_bootstrap(const WorkerBootstrap& bootstrap, std::string_view version, int protocol) {
+std::string encode_bootstrap(const WorkerBootstrap& bootstrap, std::string_view version,
+                             int protocol) {
   transport::ControlMessage body{"BOOTSTRAP", bootstrap.extra};
   body.set("pipeline", bootstrap.pipeline);
   for (std::size_t k = 0; k < bootstrap.overrides.size(); ++k)
@@ -94,9 +100,11 @@ Result<BootstrapHeader> parse_bootstrap_header(std::string_view line) {
     std::string shown(line.substr(0, 40));
     for (char& c : shown)
       if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
-    return Failure{"the bootstrap channel does not hold a streamctl bootstrap (it starts with '" + shown + "')"};
+    return Failure{"the bootstrap channel does not hold a streamctl bootstrap (it starts with '" +
+                   shown + "')"};
   };
-  if (line.substr(0, kMagic.size()) != kMagic || line.size() <= kMagic.size() || line[kMagic.size()] != ' ')
+  if (line.substr(0, kMagic.size()) != kMagic || line.size() <= kMagic.size() ||
+      line[kMagic.size()] != ' ')
     return not_ours();
   std::string_view rest = line.substr(kMagic.size() + 1);
   std::size_t space = rest.find(' ');
@@ -106,8 +114,10 @@ Result<BootstrapHeader> parse_bootstrap_header(std::string_view line) {
   // Words after the protocol are left to later versions.
   std::string_view protocol = rest.substr(space + 1);
   protocol = protocol.substr(0, protocol.find(' '));
-  auto [end, ec] = std::from_chars(protocol.data(), protocol.data() + protocol.size(), header.protocol);
-  if (protocol.empty() || ec != std::errc() || end != protocol.data() + protocol.size()) return not_ours();
+  auto [end, ec] =
+      std::from_chars(protocol.data(), protocol.data() + protocol.size(), header.protocol);
+  if (protocol.empty() || ec != std::errc() || end != protocol.data() + protocol.size())
+    return not_ours();
   return header;
 }
 
@@ -124,7 +134,8 @@ Result<WorkerBootstrap> decode_bootstrap_body(std::string_view body) {
       out.security = value;
     } else if (key == "heartbeat_timeout_ms") {
       std::int64_t ms = message->get_int(key, -1);
-      if (ms < 0) return Failure{"the bootstrap's heartbeat_timeout_ms is not a number: '" + value + "'"};
+      if (ms < 0)
+        return Failure{"the bootstrap's heartbeat_timeout_ms is not a number: '" + value + "'"};
       out.heartbeat_timeout = std::chrono::milliseconds(ms);
     } else if (key.rfind("override.", 0) == 0) {
       std::size_t n = 0;
@@ -152,13 +163,14 @@ WorkerBootstrap read_bootstrap(int fd) {
   auto header = parse_bootstrap_header(*line);
   if (!header) throw Error(ErrorKind::Internal, header.error());
   if (header->version != streamctl_version() || header->protocol != transport::kProtocolVersion) {
-    throw Error(ErrorKind::Usage,
-                "streamctl worker on host '" + this_host() + "' is version " + std::string(streamctl_version()) +
-                    " (protocol " + std::to_string(transport::kProtocolVersion) +
-                    ") but its coordinator is version " + header->version + " (protocol " +
-                    std::to_string(header->protocol) +
-                    "): install the coordinator's version on every host, or set `[cluster] ship_binary = true` "
-                    "to copy the coordinator's binary to them");
+    throw Error(ErrorKind::Usage, "streamctl worker on host '" + this_host() + "' is version " +
+                                      std::string(streamctl_version()) + " (protocol " +
+                                      std::to_string(transport::kProtocolVersion) +
+                                      ") but its coordinator is version " + header->version +
+                                      " (protocol " + std::to_string(header->protocol) +
+                                      "): install the coordinator's version on every host, or set "
+                                      "`[cluster] ship_binary = true` "
+                                      "to copy the coordinator's binary to them");
   }
   auto length_line = read_line(fd, 20, "length");
   if (!length_line) throw Error(ErrorKind::Internal, length_line.error());
@@ -169,10 +181,13 @@ WorkerBootstrap read_bootstrap(int fd) {
   while (done < body.size()) {
     ssize_t n = ::read(fd, body.data() + done, body.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error(ErrorKind::Internal, std::string("cannot read the bootstrap: ") + std::strerror(errno));
+    if (n < 0)
+      throw Error(ErrorKind::Internal,
+                  std::string("cannot read the bootstrap: ") + std::strerror(errno));
     if (n == 0)
-      throw Error(ErrorKind::Internal, "the bootstrap channel ended after " + std::to_string(done) + " of the " +
-                                           std::to_string(body.size()) + " bytes of its bootstrap");
+      throw Error(ErrorKind::Internal, "the bootstrap channel ended after " + std::to_string(done) +
+                                           " of the " + std::to_string(body.size()) +
+                                           " bytes of its bootstrap");
     done += static_cast<std::size_t>(n);
   }
   auto decoded = decode_bootstrap_body(body);
@@ -183,7 +198,8 @@ WorkerBootstrap read_bootstrap(int fd) {
 BootstrapChannelWatch::BootstrapChannelWatch(int fd, std::function<void()> on_close) {
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
   if (wake_fd_ < 0)
-    throw Error(ErrorKind::Internal, std::string("cannot watch the bootstrap channel: eventfd: ") + std::strerror(errno));
+    throw Error(ErrorKind::Internal, std::string("cannot watch the bootstrap channel: eventfd: ") +
+                                         std::strerror(errno));
   thread_ = std::thread([this, fd, on_close = std::move(on_close)] { run(fd, on_close); });
 }
 

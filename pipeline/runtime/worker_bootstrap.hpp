@@ -44,10 +44,10 @@ namespace streamctl::runtime {
 
 struct WorkerBootstrap {
   std::string pipeline;
-  std::vector<std::string> overrides; // "KEY=VALUE", as given to --set
-  std::string security;               // carried as it is
+  std::vector<std::string> overrides;             // "KEY=VALUE", as given to --set
+  std::string security;                           // carried as it is
   std::chrono::milliseconds heartbeat_timeout{0}; // 0: off
-  std::map<std::string, std::string> extra;        // fields this version does not know
+  std::map<std::string, std::string> extra;       // fields this version does not know
 };
 
 // This build's streamctl version ("0.1.0").
@@ -56,7 +56,8 @@ std::string_view streamctl_version();
 // With this build's version and protocol.
 std::string encode_bootstrap(const WorkerBootstrap& bootstrap);
 // With another version and protocol: for tests of the refusal.
-std::string encode_bootstrap(const WorkerBootstrap& bootstrap, std::string_view version, int protocol);
+std::string encode_bootstrap(const WorkerBootstrap& bootstrap, std::string_view version,
+                             int protocol);
 
 struct BootstrapHeader {
   std::string version;

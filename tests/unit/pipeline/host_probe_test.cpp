@@ -8,7 +8,8 @@
 
 using namespace streamctl::runtime;
 
-TEST_CASE("a probe reads back as written, with the coordinator's address from SSH_CONNECTION", "[host_probe]") {
+TEST_CASE("a probe reads back as written, with the coordinator's address from SSH_CONNECTION",
+          "[host_probe]") {
   ::setenv("SSH_CONNECTION", "10.213.0.1 53422 10.213.0.11 22", 1);
   HostProbe here = probe_this_host();
   ::unsetenv("SSH_CONNECTION");

@@ -40,20 +40,23 @@ namespace {
 
 std::string env(const char* name) {
   const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') FAIL(std::string(name) + " is not set: run tests/hosts/ssh_launcher.sh");
+  if (v == nullptr || *v == '\0')
+    FAIL(std::string(name) + " is not set: run tests/hosts/ssh_launcher.sh");
   return v;
 }
 
 std::vector<std::string> words(const std::string& text) {
   std::istringstream in(text);
   std::vector<std::string> out;
-  for (std::string w; in >> w;) out.push_back(w);
+  for (std::string w; in >> w;)
+    out.push_back(w);
   return out;
 }
 
 SshLauncherConfig config_for(const std::vector<std::string>& hosts) {
   SshLauncherConfig c;
-  for (const auto& h : hosts) c.hosts.push_back({h, 0});
+  for (const auto& h : hosts)
+    c.hosts.push_back({h, 0});
   c.ssh_options = {"-F", env("STREAMCTL_SSH_CONFIG")};
   c.self_executable = env("STREAMCTL");
   c.connect_timeout = 5s;
@@ -72,14 +75,16 @@ std::string usage_error_of(SshLauncherConfig config) {
 }
 
 std::set<std::string> host_pids(const std::string& host) {
-  auto out = run_in_parallel({{{"ip", "netns", "pids", env("STREAMCTL_SSH_NETNS_PREFIX") + host}, ""}}, 10s);
+  auto out = run_in_parallel(
+      {{{"ip", "netns", "pids", env("STREAMCTL_SSH_NETNS_PREFIX") + host}, ""}}, 10s);
   REQUIRE(out[0].exited_with(0));
   auto list = words(out[0].out);
   return {list.begin(), list.end()};
 }
 
 std::string ssh_output(const std::string& host, const std::string& command) {
-  auto out = run_in_parallel({{{"ssh", "-F", env("STREAMCTL_SSH_CONFIG"), host, "--", command}, ""}}, 30s);
+  auto out =
+      run_in_parallel({{{"ssh", "-F", env("STREAMCTL_SSH_CONFIG"), host, "--", command}, ""}}, 30s);
   INFO(out[0].err);
   REQUIRE(out[0].exited_with(0));
   return out[0].out;
@@ -105,7 +110,8 @@ struct FakeCoordinator {
     endpoint = router.get(zmq::sockopt::last_endpoint);
   }
   // The next message of `type` from a worker, skipping others (ALIVE).
-  std::optional<transport::ControlMessage> await(const std::string& type, std::chrono::seconds within) {
+  std::optional<transport::ControlMessage> await(const std::string& type,
+                                                 std::chrono::seconds within) {
     auto deadline = Clock::now() + within;
     while (Clock::now() < deadline) {
       zmq::pollitem_t items[] = {{router.handle(), 0, ZMQ_POLLIN, 0}};
@@ -124,14 +130,19 @@ struct FakeCoordinator {
   std::string endpoint;
 };
 
-WorkerLaunch launch_on(const std::string& host, const std::string& coordinator, const std::string& bootstrap) {
+WorkerLaunch launch_on(const std::string& host, const std::string& coordinator,
+                       const std::string& bootstrap) {
   WorkerLaunch l;
   l.task = 1;
   l.label = "ok[0]";
   l.host = host;
-  l.worker_args = {"--job-dir", "/nonexistent/job", "--base-dir", env("SOURCE_DIR") + "/examples", "--socket-dir", "/tmp",
-                   "--file-name", "clicks_filter.toml", "--task", "1", "--coordinator", coordinator,
-                   "--transport", "tcp"};
+  l.worker_args = {"--job-dir",     "/nonexistent/job",
+                   "--base-dir",    env("SOURCE_DIR") + "/examples",
+                   "--socket-dir",  "/tmp",
+                   "--file-name",   "clicks_filter.toml",
+                   "--task",        "1",
+                   "--coordinator", coordinator,
+                   "--transport",   "tcp"};
   l.bootstrap = bootstrap;
   return l;
 }
@@ -152,16 +163,19 @@ int wait_for_exit(ChildProcess& child, std::chrono::seconds within) {
 
 // Waits until no process but those in `before` (the host's sshd, and perhaps the session of
 // a login that was ending then) runs on the host; returns how long.
-Clock::duration wait_until_only(const std::string& host, const std::set<std::string>& before, std::chrono::seconds within) {
+Clock::duration wait_until_only(const std::string& host, const std::set<std::string>& before,
+                                std::chrono::seconds within) {
   auto start = Clock::now();
   std::set<std::string> now;
   while (Clock::now() - start < within) {
     now = host_pids(host);
-    if (std::includes(before.begin(), before.end(), now.begin(), now.end())) return Clock::now() - start;
+    if (std::includes(before.begin(), before.end(), now.begin(), now.end()))
+      return Clock::now() - start;
     std::this_thread::sleep_for(20ms);
   }
   std::string left;
-  for (const auto& p : now) left += " " + p;
+  for (const auto& p : now)
+    left += " " + p;
   FAIL("processes left on " << host << ":" << left);
   return {};
 }
@@ -194,7 +208,8 @@ struct CapturedStderr {
 
 } // namespace
 
-TEST_CASE("prepare() reaches every host at once and learns its slots and the coordinator's address", "[.ssh]") {
+TEST_CASE("prepare() reaches every host at once and learns its slots and the coordinator's address",
+          "[.ssh]") {
   auto hosts = words(env("STREAMCTL_SSH_HOSTS"));
   REQUIRE(hosts.size() == 3);
   auto config = config_for(hosts);
@@ -202,7 +217,9 @@ TEST_CASE("prepare() reaches every host at once and learns its slots and the coo
   SshLauncher launcher(config);
   auto start = Clock::now();
   auto infos = launcher.prepare();
-  WARN("prepare took " << std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count() << " ms");
+  WARN("prepare took "
+       << std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count()
+       << " ms");
   CHECK(Clock::now() - start < 10s);
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -222,9 +239,13 @@ TEST_CASE("an unreachable host fails prepare() with the host named and ssh's rea
   std::string down = env("STREAMCTL_SSH_DOWN_HOST");
   std::string message = usage_error_of(config_for({hosts[0], down, "no-such-host.invalid"}));
   INFO(message);
-  CHECK_THAT(message, Catch::Contains("host '" + down + "': unreachable over ssh: ssh: connect to host"));
+  CHECK_THAT(message,
+             Catch::Contains("host '" + down + "': unreachable over ssh: ssh: connect to host"));
   CHECK_THAT(message, Catch::Contains("Connection refused"));
-  CHECK_THAT(message, Catch::Contains("host 'no-such-host.invalid': unreachable over ssh: ssh: Could not resolve hostname"));
+  CHECK_THAT(
+      message,
+      Catch::Contains(
+          "host 'no-such-host.invalid': unreachable over ssh: ssh: Could not resolve hostname"));
   CHECK_THAT(message, !Catch::Contains("host '" + hosts[0] + "'"));
 }
 
@@ -233,8 +254,10 @@ TEST_CASE("a wrong binary path fails prepare() naming the host and the path", "[
   config.binary = "/opt/no such dir/streamctl";
   std::string message = usage_error_of(config);
   INFO(message);
-  CHECK_THAT(message, Catch::Contains("host '" + config.hosts[0].host + "': no streamctl at '/opt/no such dir/streamctl'"));
-  CHECK_THAT(message, Catch::Contains("set [cluster] binary to its path on the hosts, or ship_binary = true"));
+  CHECK_THAT(message, Catch::Contains("host '" + config.hosts[0].host +
+                                      "': no streamctl at '/opt/no such dir/streamctl'"));
+  CHECK_THAT(message, Catch::Contains(
+                          "set [cluster] binary to its path on the hosts, or ship_binary = true"));
 }
 
 TEST_CASE("a streamctl of another version on a host fails prepare() with both versions", "[.ssh]") {
@@ -250,13 +273,16 @@ TEST_CASE("a streamctl of another version on a host fails prepare() with both ve
   config.binary = fake;
   std::string message = usage_error_of(config);
   INFO(message);
-  CHECK_THAT(message, Catch::Contains("host '" + config.hosts[0].host + "': streamctl at '" + fake +
-                                      "' is version 9.9.9 (protocol " + std::to_string(transport::kProtocolVersion) +
-                                      "), this coordinator's is " + std::string(streamctl_version())));
+  CHECK_THAT(message,
+             Catch::Contains("host '" + config.hosts[0].host + "': streamctl at '" + fake +
+                             "' is version 9.9.9 (protocol " +
+                             std::to_string(transport::kProtocolVersion) +
+                             "), this coordinator's is " + std::string(streamctl_version())));
   CHECK_THAT(message, Catch::Contains("ship_binary = true"));
 }
 
-TEST_CASE("ship_binary copies the coordinator's binary to each host once, and the copy runs there", "[.ssh]") {
+TEST_CASE("ship_binary copies the coordinator's binary to each host once, and the copy runs there",
+          "[.ssh]") {
   auto hosts = words(env("STREAMCTL_SSH_HOSTS"));
   auto config = config_for(hosts);
   config.ship_binary = true;
@@ -271,13 +297,15 @@ TEST_CASE("ship_binary copies the coordinator's binary to each host once, and th
   CHECK(notes.size() == 3);
   std::string path = first.binary_on(hosts[0]);
   CHECK_THAT(path, Catch::Matches(config.cache_dir + "/streamctl-[0-9a-f]{32}"));
-  for (const auto& h : hosts) CHECK(first.binary_on(h) == path);
+  for (const auto& h : hosts)
+    CHECK(first.binary_on(h) == path);
   // Each host's disk is its own: the copies are there, not here.
   CHECK_FALSE(std::filesystem::exists(path));
   std::map<std::string, std::string> stamps;
   for (const auto& h : hosts) {
     stamps[h] = ssh_output(h, "stat -c '%i %Y.%y' " + shell_quote(path));
-    CHECK(ssh_output(h, shell_quote(path) + " --version") == "streamctl " + std::string(streamctl_version()) + "\n");
+    CHECK(ssh_output(h, shell_quote(path) + " --version") ==
+          "streamctl " + std::string(streamctl_version()) + "\n");
   }
 
   notes.clear();
@@ -291,18 +319,21 @@ TEST_CASE("ship_binary copies the coordinator's binary to each host once, and th
   }
 }
 
-TEST_CASE("a remote worker binds on its host's address and exits at once when its ssh is killed -9", "[.ssh]") {
+TEST_CASE("a remote worker binds on its host's address and exits at once when its ssh is killed -9",
+          "[.ssh]") {
   std::string host = words(env("STREAMCTL_SSH_HOSTS"))[0];
   SshLauncher launcher(config_for({host}));
   launcher.prepare();
   auto before = host_pids(host);
   FakeCoordinator coordinator;
-  auto child = launcher.start(launch_on(host, coordinator.endpoint, encode_bootstrap(sample_bootstrap())));
+  auto child =
+      launcher.start(launch_on(host, coordinator.endpoint, encode_bootstrap(sample_bootstrap())));
   auto ready = coordinator.await("READY", 30s);
   REQUIRE(ready);
   // Not 127.0.0.1: the address its host reaches the coordinator from (the overrides came
   // through too: without them task 1 would have no input and no endpoint).
-  auto probe = run_in_parallel({{{"ssh", "-F", env("STREAMCTL_SSH_CONFIG"), host, "--", "hostname -I"}, ""}}, 30s);
+  auto probe = run_in_parallel(
+      {{{"ssh", "-F", env("STREAMCTL_SSH_CONFIG"), host, "--", "hostname -I"}, ""}}, 30s);
   auto addresses = words(probe[0].out);
   REQUIRE(addresses.size() == 1);
   CHECK_THAT(ready->get("endpoint"), Catch::StartsWith("tcp://" + addresses[0] + ":"));
@@ -311,16 +342,19 @@ TEST_CASE("a remote worker binds on its host's address and exits at once when it
   ::kill(child->pid(), SIGKILL); // the coordinator's ssh dies; its stdin pipe stays open here
   wait_for_exit(*child, 10s);
   auto took = wait_until_only(host, before, 10s);
-  WARN("the worker and its sshd session were gone after " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+  WARN("the worker and its sshd session were gone after "
+       << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
   CHECK(took < 3s);
 }
 
-TEST_CASE("a remote worker whose coordinator stops answering exits after the heartbeat timeout", "[.ssh]") {
+TEST_CASE("a remote worker whose coordinator stops answering exits after the heartbeat timeout",
+          "[.ssh]") {
   std::string host = words(env("STREAMCTL_SSH_HOSTS"))[1];
   SshLauncher launcher(config_for({host}));
   launcher.prepare();
   auto before = host_pids(host);
-  FakeCoordinator coordinator; // reads ALIVE, never answers ALIVE_OK: a cut link, as the worker sees it
+  FakeCoordinator
+      coordinator; // reads ALIVE, never answers ALIVE_OK: a cut link, as the worker sees it
   WorkerBootstrap b = sample_bootstrap();
   b.heartbeat_timeout = 1500ms;
   CapturedStderr err;
@@ -337,13 +371,15 @@ TEST_CASE("a remote worker whose coordinator stops answering exits after the hea
   wait_until_only(host, before, 10s);
 }
 
-TEST_CASE("a remote worker given a bootstrap of another version exits 2 with the message", "[.ssh]") {
+TEST_CASE("a remote worker given a bootstrap of another version exits 2 with the message",
+          "[.ssh]") {
   std::string host = words(env("STREAMCTL_SSH_HOSTS"))[2];
   SshLauncher launcher(config_for({host}));
   launcher.prepare();
   FakeCoordinator coordinator;
   CapturedStderr err;
-  auto child = launcher.start(launch_on(host, coordinator.endpoint, encode_bootstrap(sample_bootstrap(), "9.9.9", 99)));
+  auto child = launcher.start(
+      launch_on(host, coordinator.endpoint, encode_bootstrap(sample_bootstrap(), "9.9.9", 99)));
   int status = wait_for_exit(*child, 20s);
   err.restore();
   INFO(err.text());

@@ -93,8 +93,9 @@ TEST_CASE("the header line is plain text with the version and protocol", "[worke
   CHECK(header->protocol == 12);
 }
 
-TEST_CASE("a coordinator of another version or protocol is refused with both versions and the host named",
-          "[worker_bootstrap]") {
+TEST_CASE(
+    "a coordinator of another version or protocol is refused with both versions and the host named",
+    "[worker_bootstrap]") {
   auto check = [](const std::string& version, int protocol) {
     Channel channel(runtime::encode_bootstrap(sample(), version, protocol));
     try {
@@ -116,23 +117,33 @@ TEST_CASE("a coordinator of another version or protocol is refused with both ver
   check(std::string(runtime::streamctl_version()), transport::kProtocolVersion + 1);
 }
 
-TEST_CASE("a truncated or garbled bootstrap is an error that says what was wrong", "[worker_bootstrap]") {
+TEST_CASE("a truncated or garbled bootstrap is an error that says what was wrong",
+          "[worker_bootstrap]") {
   std::string good = runtime::encode_bootstrap(sample());
   CHECK_THAT(error_of(""), Catch::Contains("ended before the bootstrap's header (it was empty)"));
-  CHECK_THAT(error_of("streamctl-boot"), Catch::Contains("ended before the bootstrap's header (it held 'streamctl-boot')"));
-  CHECK_THAT(error_of("GET / HTTP/1.1\n"), Catch::Contains("does not hold a streamctl bootstrap (it starts with 'GET / HTTP/1.1')"));
+  CHECK_THAT(error_of("streamctl-boot"),
+             Catch::Contains("ended before the bootstrap's header (it held 'streamctl-boot')"));
+  CHECK_THAT(
+      error_of("GET / HTTP/1.1\n"),
+      Catch::Contains("does not hold a streamctl bootstrap (it starts with 'GET / HTTP/1.1')"));
   CHECK_THAT(error_of(std::string(300, 'x')), Catch::Contains("header is longer than 200 bytes"));
   std::size_t header_end = good.find('\n') + 1;
-  CHECK_THAT(error_of(good.substr(0, header_end)), Catch::Contains("ended before the bootstrap's length"));
-  CHECK_THAT(error_of(good.substr(0, header_end) + "12x\n"), Catch::Contains("length is not a number: '12x'"));
-  CHECK_THAT(error_of(good.substr(0, header_end) + "999999999999\n"), Catch::Contains("beyond the"));
+  CHECK_THAT(error_of(good.substr(0, header_end)),
+             Catch::Contains("ended before the bootstrap's length"));
+  CHECK_THAT(error_of(good.substr(0, header_end) + "12x\n"),
+             Catch::Contains("length is not a number: '12x'"));
+  CHECK_THAT(error_of(good.substr(0, header_end) + "999999999999\n"),
+             Catch::Contains("beyond the"));
   CHECK_THAT(error_of(good.substr(0, good.size() - 3)), Catch::Contains("ended after"));
-  CHECK_THAT(error_of(good.substr(0, header_end) + "6\nHELLO\n"), Catch::Contains("not a BOOTSTRAP message"));
+  CHECK_THAT(error_of(good.substr(0, header_end) + "6\nHELLO\n"),
+             Catch::Contains("not a BOOTSTRAP message"));
   CHECK_THAT(error_of(good.substr(0, header_end) + "11\nBOOTSTRAP\nx"), Catch::Contains("garbled"));
-  CHECK_THAT(error_of(good.substr(0, header_end) + "10\nBOOTSTRAP\n"), Catch::Contains("holds no pipeline"));
+  CHECK_THAT(error_of(good.substr(0, header_end) + "10\nBOOTSTRAP\n"),
+             Catch::Contains("holds no pipeline"));
 }
 
-TEST_CASE("the bootstrap channel watch calls back on EOF, and not when destroyed first", "[worker_bootstrap]") {
+TEST_CASE("the bootstrap channel watch calls back on EOF, and not when destroyed first",
+          "[worker_bootstrap]") {
   {
     Channel channel(runtime::encode_bootstrap(sample()), true);
     runtime::read_bootstrap(channel.fds[0]);
@@ -149,7 +160,9 @@ TEST_CASE("the bootstrap channel watch calls back on EOF, and not when destroyed
     Channel channel("", true);
     bool called = false;
     auto start = std::chrono::steady_clock::now();
-    { runtime::BootstrapChannelWatch watch(channel.fds[0], [&] { called = true; }); }
+    {
+      runtime::BootstrapChannelWatch watch(channel.fds[0], [&] { called = true; });
+    }
     CHECK_FALSE(called);
     CHECK(std::chrono::steady_clock::now() - start < 1s);
   }

@@ -19,11 +19,14 @@ TEST_CASE("a coordinator on loopback is reached from loopback", "[local_address]
 
 TEST_CASE("an IPv6 endpoint gives a bracketed bind endpoint", "[local_address]") {
   auto bind = tcp_bind_endpoint_towards("tcp://[::1]:4000");
-  if (!bind) WARN("no IPv6 loopback here: " << bind.error());
-  else CHECK(*bind == "tcp://[::1]:*");
+  if (!bind)
+    WARN("no IPv6 loopback here: " << bind.error());
+  else
+    CHECK(*bind == "tcp://[::1]:*");
 }
 
-TEST_CASE("what is not a tcp endpoint or does not resolve is an error that says so", "[local_address]") {
+TEST_CASE("what is not a tcp endpoint or does not resolve is an error that says so",
+          "[local_address]") {
   auto a = local_address_towards("ipc:///tmp/x.sock");
   REQUIRE_FALSE(a);
   CHECK_THAT(a.error(), Catch::Contains("not a tcp:// endpoint"));
