@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   cli::add_rescale_command(app, ctx);
   cli::add_snapshot_command(app, ctx);
   cli::add_worker_command(app, ctx);
+  cli::add_probe_command(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -1,9 +1,27 @@
 #include <CLI/CLI.hpp>
+#include <csignal>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include "cli/context.hpp"
 #include "pipeline/runtime/worker.hpp"
+#include "pipeline/runtime/worker_bootstrap.hpp"
 
 namespace streamctl::cli {
+
+namespace {
+
+// A worker whose coordinator is gone has nobody to report to and nothing to finish: exactly-
+// once sinks publish only on the coordinator's COMMIT, and the next attempt starts from the
+// last checkpoint. So it ends as PR_SET_PDEATHSIG ends a local worker, at once, without
+// unwinding: closing its sockets could wait in zmq_ctx_term on peers that no longer read.
+[[noreturn]] void abandon(spdlog::logger& log, const std::string& why) {
+  log.warn("{}: exiting", why);
+  log.flush();
+  ::_exit(1);
+}
+
+} // namespace
 
 void add_worker_command(CLI::App& app, Context& ctx) {
   // Started by the coordinator, never by hand: hidden from --help (an empty group).
@@ -22,17 +40,34 @@ void add_worker_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--transport", o->transport)->check(CLI::IsMember({"ipc", "tcp"}));
   auto restore = std::make_shared<std::string>();
   auto spool_dir = std::make_shared<std::string>();
+  auto bootstrap_fd = std::make_shared<int>(-1);
   cmd->add_option("--attempt", o->attempt);
   cmd->add_option("--restore", *restore);
   cmd->add_option("--spool-dir", *spool_dir);
   cmd->add_option("--run-tag", o->run_tag);
-  cmd->callback([&ctx, o, job_dir, base_dir, socket_dir, restore, spool_dir] {
+  // The job and its keys come on this descriptor (worker_bootstrap.hpp), which then stays
+  // open while the coordinator lives: 0 behind ssh.
+  cmd->add_option("--bootstrap-fd", *bootstrap_fd)->check(CLI::NonNegativeNumber);
+  cmd->callback([&ctx, o, job_dir, base_dir, socket_dir, restore, spool_dir, bootstrap_fd] {
     ctx.configure_logging("worker " + std::to_string(o->task));
     o->job_dir = *job_dir;
     o->base_dir = *base_dir;
     o->socket_dir = *socket_dir;
     o->restore = *restore;
     o->spool_dir = *spool_dir;
+    std::unique_ptr<runtime::BootstrapChannelWatch> watch;
+    if (*bootstrap_fd >= 0) {
+      // Behind ssh the parent is sshd's session for this login: when it goes, so does the
+      // worker (a local parent already asked for this in ChildProcess).
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      // A coordinator of another version is refused here, before anything else (exit 2).
+      o->bootstrap = runtime::read_bootstrap(*bootstrap_fd);
+      spdlog::logger& log = *ctx.log;
+      watch = std::make_unique<runtime::BootstrapChannelWatch>(*bootstrap_fd, [&log] {
+        abandon(log, "the coordinator has gone (its channel to this worker closed)");
+      });
+      o->on_coordinator_lost = [&log](const std::string& why) { abandon(log, why); };
+    }
     ctx.exit_code = runtime::run_worker(*o, *ctx.log);
   });
 }

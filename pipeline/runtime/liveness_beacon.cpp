@@ -1,39 +1,87 @@
 #include "pipeline/runtime/liveness_beacon.hpp"
 
+#include <cerrno>
+#include <cstring>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "state/error.hpp"
 #include "transport/control.hpp"
 
 namespace streamctl::runtime {
 
-LivenessBeacon::LivenessBeacon(zmq::context_t& context, const std::string& endpoint, int task, int attempt,
-                               std::chrono::milliseconds every)
-    : thread_([this, &context, endpoint, task, attempt, every] { run(context, endpoint, task, attempt, every); }) {}
-
-LivenessBeacon::~LivenessBeacon() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_one();
-  thread_.join();
+std::string beacon_identity(int task, int attempt) {
+  return "beacon-" + std::to_string(task) + "-" + std::to_string(attempt);
 }
 
-void LivenessBeacon::run(zmq::context_t& context, std::string endpoint, int task, int attempt,
-                         std::chrono::milliseconds every) {
+LivenessBeacon::LivenessBeacon(zmq::context_t& context, const std::string& endpoint, int task,
+                               int attempt, std::chrono::milliseconds every,
+                               std::chrono::milliseconds reply_timeout,
+                               std::function<void()> on_silence) {
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
+  if (wake_fd_ < 0)
+    throw Error(ErrorKind::Internal,
+                std::string("cannot start the liveness beacon: eventfd: ") + std::strerror(errno));
+  thread_ = std::thread([this, &context, endpoint, task, attempt, every, reply_timeout,
+                         on_silence = std::move(on_silence)] {
+    run(context, endpoint, task, attempt, every, reply_timeout, on_silence);
+  });
+}
+
+LivenessBeacon::~LivenessBeacon() {
+  std::uint64_t one = 1;
+  while (::write(wake_fd_, &one, sizeof one) < 0 && errno == EINTR) {
+  }
+  thread_.join();
+  ::close(wake_fd_);
+}
+
+void LivenessBeacon::run(zmq::context_t& context, const std::string& endpoint, int task,
+                         int attempt, std::chrono::milliseconds every,
+                         std::chrono::milliseconds reply_timeout,
+                         const std::function<void()>& on_silence) {
+  using Clock = std::chrono::steady_clock;
   zmq::socket_t socket(context, zmq::socket_type::dealer);
   socket.set(zmq::sockopt::linger, 0);
-  socket.set(zmq::sockopt::routing_id, "beacon-" + std::to_string(task) + "-" + std::to_string(attempt));
+  socket.set(zmq::sockopt::routing_id, beacon_identity(task, attempt));
   socket.connect(endpoint);
   std::string message = transport::encode_control(transport::ControlMessage{"ALIVE", {}}
                                                       .set("task", std::to_string(task))
                                                       .set("attempt", std::to_string(attempt)));
-  std::unique_lock lock(mutex_);
-  while (!stopping_) {
-    try {
-      socket.send(zmq::buffer(message), zmq::send_flags::dontwait);
-    } catch (const zmq::error_t&) {
-      // A full queue means the coordinator is not reading: it will judge by what it has.
+  const bool expect_replies = reply_timeout.count() > 0;
+  auto last_reply = Clock::now();
+  auto next_beat = Clock::now();
+  for (;;) {
+    auto now = Clock::now();
+    if (now >= next_beat) {
+      try {
+        socket.send(zmq::buffer(message), zmq::send_flags::dontwait);
+      } catch (const zmq::error_t&) {
+        // A full queue means the coordinator is not reading: it will judge by what it has.
+      }
+      next_beat = now + every;
     }
-    wake_.wait_for(lock, every, [this] { return stopping_; });
+    if (expect_replies && now - last_reply >= reply_timeout) {
+      on_silence();
+      return;
+    }
+    auto wake_at = expect_replies ? std::min(next_beat, last_reply + reply_timeout) : next_beat;
+    auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - now) +
+                   std::chrono::milliseconds(1);
+    zmq::pollitem_t items[] = {{nullptr, wake_fd_, ZMQ_POLLIN, 0},
+                               {socket.handle(), 0, ZMQ_POLLIN, 0}};
+    try {
+      zmq::poll(items, expect_replies ? 2 : 1, timeout);
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+      continue;
+    }
+    if (items[0].revents & ZMQ_POLLIN) return;
+    zmq::message_t reply;
+    while (expect_replies && socket.recv(reply, zmq::recv_flags::dontwait)) {
+      auto decoded = transport::decode_control(reply.to_string_view());
+      if (decoded && decoded->type == "ALIVE_OK") last_reply = Clock::now();
+    }
   }
 }
 

@@ -26,6 +26,7 @@
 #include "transport/control.hpp"
 #include "transport/data_channel.hpp"
 #include "transport/frame.hpp"
+#include "transport/local_address.hpp"
 
 namespace streamctl::runtime {
 
@@ -59,8 +60,14 @@ public:
     control_.set(zmq::sockopt::routing_id, "task-" + std::to_string(options_.task));
     control_.set(zmq::sockopt::linger, 2000);
     control_.connect(options_.coordinator);
+    std::chrono::milliseconds reply_timeout = options_.bootstrap ? options_.bootstrap->heartbeat_timeout : 0ms;
     beacon_ = std::make_unique<LivenessBeacon>(context_, options_.coordinator, options_.task, options_.attempt,
-                                               kHeartbeatEvery);
+                                               kHeartbeatEvery, reply_timeout, [this, reply_timeout] {
+                                                 if (options_.on_coordinator_lost)
+                                                   options_.on_coordinator_lost(
+                                                       "the coordinator has not answered for " +
+                                                       std::to_string(reply_timeout.count()) + " ms");
+                                               });
     try {
       setup();
       if (chain_->source() != nullptr) run_source_loop();
@@ -117,16 +124,22 @@ private:
   }
 
   void setup() {
-    std::ifstream in(options_.job_dir / "pipeline.toml");
-    std::stringstream text;
-    text << in.rdbuf();
+    std::string text;
     std::vector<std::string> overrides;
-    std::ifstream list(options_.job_dir / "overrides");
-    for (std::string o; std::getline(list, o, '\0');) overrides.push_back(o);
+    if (options_.bootstrap) {
+      text = options_.bootstrap->pipeline;
+      overrides = options_.bootstrap->overrides;
+    } else {
+      std::ifstream in(options_.job_dir / "pipeline.toml");
+      std::stringstream read;
+      read << in.rdbuf();
+      text = read.str();
+      std::ifstream list(options_.job_dir / "overrides");
+      for (std::string o; std::getline(list, o, '\0');) overrides.push_back(o);
+    }
     registry_ = std::make_unique<operators::Registry>();
     operators::register_builtin_types(*registry_);
-    job_ = std::make_unique<LoadedJob>(
-        load_job_text(text.str(), options_.file_name, options_.base_dir, overrides, *registry_));
+    job_ = std::make_unique<LoadedJob>(load_job_text(text, options_.file_name, options_.base_dir, overrides, *registry_));
     settings_ = settings_of(job_->spec);
     if (options_.task < 0 || static_cast<std::size_t>(options_.task) >= job_->plan.tasks.size())
       throw Error(ErrorKind::Internal, "no task " + std::to_string(options_.task) + " in the plan");
@@ -146,7 +159,7 @@ private:
     std::string endpoint;
     if (!job_->plan.edges_into(task_.chain).empty()) {
       std::string bind = options_.transport == "tcp"
-                             ? std::string("tcp://127.0.0.1:*")
+                             ? tcp_bind_endpoint()
                              : "ipc://" + (options_.socket_dir / ("task-" + std::to_string(task_.id) + "-" +
                                                                   std::to_string(options_.attempt) + ".sock"))
                                               .string();
@@ -173,6 +186,16 @@ private:
                                              settings_.batch_size, settings_.buffer_timeout,
                                              [this](zmq::socket_t& s) { wait_writable(s); });
     last_heartbeat_ = Clock::now();
+  }
+
+  // On the address this host reaches the coordinator from, which the coordinator (and the
+  // peers it tells) can reach back: loopback when the coordinator is on loopback or on ipc
+  // (then it is on this host).
+  std::string tcp_bind_endpoint() const {
+    if (options_.coordinator.rfind("tcp://", 0) != 0) return "tcp://127.0.0.1:*";
+    auto bind = transport::tcp_bind_endpoint_towards(options_.coordinator);
+    if (!bind) throw Error(ErrorKind::Internal, "cannot choose an address for the input gate: " + bind.error());
+    return *bind;
   }
 
   void run_source_loop() {

@@ -4,9 +4,13 @@
 // fails.
 
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include <spdlog/logger.h>
+
+#include "pipeline/runtime/worker_bootstrap.hpp"
 
 namespace streamctl::runtime {
 
@@ -22,6 +26,14 @@ struct WorkerOptions {
   std::filesystem::path restore;   // a checkpoint or savepoint to start from; empty: fresh
   std::filesystem::path spool_dir; // where stdin is spooled; empty: the job takes no checkpoints
   std::string run_tag;             // names the run in spool files (the job id)
+  // What the coordinator sent on the bootstrap channel (--bootstrap-fd): the pipeline and the
+  // overrides come from it rather than from job_dir's files. Empty: a local worker of a
+  // coordinator that wrote them there.
+  std::optional<WorkerBootstrap> bootstrap;
+  // Called once, from the liveness beacon's thread, when the coordinator stopped answering
+  // for the bootstrap's heartbeat timeout; it is expected not to return (the caller ends the
+  // process: nobody is left to tell).
+  std::function<void(const std::string& why)> on_coordinator_lost;
 };
 
 // Returns the process exit code: 0 finished (or halted after a savepoint), 1 failed (FAILED
