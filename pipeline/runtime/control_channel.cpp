@@ -1,5 +1,7 @@
 #include "pipeline/runtime/control_channel.hpp"
 
+#include "transport/secure_endpoint.hpp"
+
 namespace streamctl::runtime {
 
 ControlChannel::ControlChannel() : socket_(context_, zmq::socket_type::router) {}
@@ -13,6 +15,17 @@ std::string ControlChannel::bind(const std::string& transport,
   std::string endpoint = transport == "tcp" ? std::string("tcp://127.0.0.1:*")
                                             : "ipc://" + (socket_dir / "control.sock").string();
   socket_.bind(endpoint);
+  return socket_.get(zmq::sockopt::last_endpoint);
+}
+
+std::string ControlChannel::bind_for_hosts(const std::string& address,
+                                           const transport::LinkSecurity& security,
+                                           transport::RefusalCallback on_refusal) {
+  if (security.encrypt) {
+    zap_ = std::make_unique<transport::ZapHandler>(context_, security, on_refusal);
+    monitor_ = std::make_unique<transport::HandshakeMonitor>(context_, socket_, std::move(on_refusal));
+  }
+  transport::bind_endpoint(context_, socket_, "tcp://" + address + ":*", security);
   return socket_.get(zmq::sockopt::last_endpoint);
 }
 

@@ -7,12 +7,16 @@
 // Not thread-safe: used by the coordinator's thread only (a ZeroMQ socket has one owner).
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include <zmq.hpp>
 
 #include "transport/control.hpp"
+#include "transport/curve_keys.hpp"
+#include "transport/handshake_monitor.hpp"
+#include "transport/zap_handler.hpp"
 
 namespace streamctl::runtime {
 
@@ -26,6 +30,13 @@ public:
   // Binds tcp://127.0.0.1:* when `transport` is "tcp", else ipc://SOCKET_DIR/control.sock;
   // returns the endpoint that workers and clients connect to.
   std::string bind(const std::string& transport, const std::filesystem::path& socket_dir);
+  // A job with hosts: also binds tcp://ADDRESS:* (ADDRESS: this host as the others reach it)
+  // for the workers, as a CURVE server admitting only the job's keys when `security` says so
+  // (a ZAP handler and a handshake monitor report each refusal to `on_refusal`). Clients of
+  // `status` and the like keep the plain ipc endpoint of bind(): they run on this host.
+  // Returns the endpoint the workers connect to.
+  std::string bind_for_hosts(const std::string& address, const transport::LinkSecurity& security,
+                             transport::RefusalCallback on_refusal);
 
   // Sends without blocking; a peer that is gone (router_mandatory) misses the message: a
   // worker's exit is handled through SIGCHLD, and a client that left needs no answer.
@@ -41,11 +52,17 @@ public:
 
   // For zmq::poll.
   void* handle() { return socket_.handle(); }
-  void close() { socket_.close(); }
+  void close() {
+    monitor_.reset(); // before its socket
+    socket_.close();
+    zap_.reset(); // after every socket that used it, before the context
+  }
 
 private:
   zmq::context_t context_;
   zmq::socket_t socket_;
+  std::unique_ptr<transport::ZapHandler> zap_;
+  std::unique_ptr<transport::HandshakeMonitor> monitor_;
 };
 
 } // namespace streamctl::runtime

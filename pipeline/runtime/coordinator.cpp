@@ -1,5 +1,6 @@
 #include "pipeline/runtime/coordinator.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -7,16 +8,19 @@
 #include "pipeline/runtime/checkpoint_coordinator.hpp"
 #include "pipeline/runtime/checkpoint_dir_lock.hpp"
 #include "pipeline/runtime/client_commands.hpp"
+#include "pipeline/runtime/cluster_setup.hpp"
 #include "pipeline/runtime/control_channel.hpp"
 #include "pipeline/runtime/final_publish.hpp"
 #include "pipeline/runtime/job_metrics.hpp"
 #include "pipeline/runtime/job_registry.hpp"
+#include "pipeline/runtime/job_security.hpp"
 #include "pipeline/runtime/job_state.hpp"
 #include "pipeline/runtime/job_status.hpp"
 #include "pipeline/runtime/local_launcher.hpp"
 #include "pipeline/runtime/signal_channel.hpp"
 #include "pipeline/runtime/spool_janitor.hpp"
 #include "pipeline/runtime/supervisor.hpp"
+#include "pipeline/runtime/worker_bootstrap.hpp"
 #include "pipeline/runtime/worker_pool.hpp"
 #include "pipeline/spec/schema_check.hpp"
 #include "state/error.hpp"
@@ -44,8 +48,8 @@ class Coordinator {
 public:
   Coordinator(const LoadedJob& job, const RunOptions& options, spdlog::logger& log)
       : job_(job), options_(options), log_(log),
-        launcher_(std::make_unique<LocalLauncher>(options.self_executable)),
-        workers_(*launcher_, control_) {}
+        cluster_(options.ignore_cluster ? pipeline::ClusterSpec{} : pipeline::cluster_of(job.spec)), launcher_(make_launcher(cluster_, options, log)),
+        workers_(*launcher_, control_), refusals_(log, "coordinator") {}
 
   ~Coordinator() {
     // An exception ended run() before job.json was written (cannot bind, cannot fork): keep a
@@ -68,6 +72,7 @@ public:
     if (!options_.restore.empty())
       check_restore(options_.restore, job_.spec, options_.allow_non_restored_state);
     restore_from_ = options_.restore;
+    prepare_hosts();
 
     registration_ =
         std::make_unique<JobRegistration>(options_.state_dir, job_.spec, options_.reuse_job_id);
@@ -85,6 +90,9 @@ public:
 
     control_endpoint_ = control_.bind(options_.transport, registration_->socket_dir());
     registration_->set_control_endpoint(control_endpoint_);
+    if (!hosts_.empty())
+      worker_endpoint_ = control_.bind_for_hosts(hosts_.front().coordinator_address, security_,
+                                                 refusals_.callback());
     std::optional<std::filesystem::path> latest;
     if (!restore_from_.empty()) latest = restore_from_;
     checkpoints_ =
@@ -98,7 +106,7 @@ public:
     for (;;) {
       launch();
       if (state_->rescale_pending()) {
-        rescale();
+        if (!rescale()) break;
         continue;
       }
       if (state_->restart_pending() && !state_->ended() && restart()) continue;
@@ -112,14 +120,47 @@ public:
   }
 
 private:
+  // A job with hosts ([cluster] launcher = "ssh"): every host reached and checked, the job
+  // placed on them and its keys made, before anything starts (exit 2 when one cannot be).
+  void prepare_hosts() {
+    if (cluster_.launcher == pipeline::LauncherKind::Local) return;
+    check_cluster_supported(cluster_, settings_.interval.count() > 0 || !options_.restore.empty());
+    hosts_ = launcher_->prepare();
+    task_hosts_ = place_tasks(job_, hosts_);
+    if (cluster_.encrypt) {
+      security_ = transport::LinkSecurity::generate();
+    } else {
+      log_.warn("[cluster] encrypt = false: the job's links between hosts are NOT encrypted or "
+                "authenticated; anyone on the network can read its records and connect to its workers");
+    }
+    std::string where;
+    for (const auto& host : hosts_) where += (where.empty() ? "" : ", ") + host.name + " (" + std::to_string(host.slots) + " slots)";
+    log_.info("hosts: {}; links between hosts: {}", where, security_.describe());
+  }
+
+  // What every worker of a job with hosts reads first (worker_bootstrap.hpp).
+  std::string bootstrap() const {
+    if (hosts_.empty()) return {};
+    WorkerBootstrap b;
+    b.pipeline = job_.text;
+    b.overrides = job_.overrides;
+    b.security = encode_link_security(security_);
+    b.heartbeat_timeout = restart_.heartbeat_timeout;
+    return encode_bootstrap(b);
+  }
+
   // Starts this attempt's workers and runs the job until it ends or must restart.
   void launch() {
     checkpoints_->begin_attempt(restore_from_);
     AttemptArgs args;
     args.job_dir = registration_->dir();
     args.socket_dir = registration_->socket_dir();
-    args.control_endpoint = control_endpoint_;
-    args.transport = options_.transport;
+    // With hosts, every worker (this host's too) reaches the coordinator and its peers over
+    // tcp, on the address the hosts reach this one at.
+    args.control_endpoint = hosts_.empty() ? control_endpoint_ : worker_endpoint_;
+    args.transport = hosts_.empty() ? options_.transport : "tcp";
+    args.hosts = task_hosts_;
+    args.bootstrap = bootstrap();
     args.attempt = attempt_;
     args.restore = restore_from_;
     if (checkpoints_->enabled()) {
@@ -128,6 +169,7 @@ private:
     }
     args.log_flags = options_.worker_log_flags;
     workers_.start(job_, args);
+    if (!hosts_.empty()) log_.info("placement: {}", describe_placement());
     state_->record("running");
     log_.info("job {} started: {} worker(s){}", registration_->id(), workers_.size(),
               restore_from_.empty() ? std::string() : ", restored from " + restore_from_.string());
@@ -137,15 +179,25 @@ private:
   }
 
   // The savepoint of a rescale is complete and the workers are gone: start the new plan from
-  // it (SPEC §7: state redistributed by key group). The job keeps its id.
-  void rescale() {
+  // it (SPEC §7: state redistributed by key group). The job keeps its id. False when the new
+  // parallelism does not fit the hosts: the job fails (its savepoint stays).
+  bool rescale() {
     workers_.clear(); // they point into the old plan
     job_ = state_->take_rescaled();
     ++attempt_;
     restore_from_ = *checkpoints_->latest_completed();
     registration_->write_pipeline(job_.text, job_.overrides);
+    if (!hosts_.empty()) {
+      try {
+        task_hosts_ = place_tasks(job_, hosts_);
+      } catch (const Error& e) {
+        state_->fail(std::string(e.what()) + " (the savepoint " + restore_from_.string() + " holds the job)");
+        return false;
+      }
+    }
     log_.info("rescaling: restarting with {} from {}", describe_parallelism(job_.spec),
               restore_from_.string());
+    return true;
   }
 
   // After a failure: every worker goes, and after the strategy's delay the job starts again
@@ -249,6 +301,20 @@ private:
     spool_janitor_->sweep_drained();
   }
 
+  // "h1: in[0], per_key[0]; h2: in[1]; this host: out[0]".
+  std::string describe_placement() const {
+    std::vector<std::pair<std::string, std::string>> by_host; // in the order hosts first appear
+    for (const auto& t : workers_.tasks()) {
+      std::string host = t.host.empty() ? "this host" : t.host;
+      auto it = std::find_if(by_host.begin(), by_host.end(), [&](const auto& h) { return h.first == host; });
+      if (it == by_host.end()) it = by_host.insert(by_host.end(), {host, ""});
+      it->second += (it->second.empty() ? "" : ", ") + t.label;
+    }
+    std::string out;
+    for (const auto& [host, labels] : by_host) out += (out.empty() ? "" : "; ") + host + ": " + labels;
+    return out;
+  }
+
   std::chrono::milliseconds until_next_duty() const {
     auto now = Clock::now();
     auto next = checkpoints_->next_duty(now + 1000ms);
@@ -271,14 +337,22 @@ private:
   // Before the control channel: ZeroMQ's threads, started with its socket, inherit this
   // thread's signal mask, so they must find SIGINT, SIGTERM and SIGCHLD blocked already.
   SignalChannel signals_;
-  std::unique_ptr<Launcher> launcher_; // the lead chooses by [cluster] launcher
+  pipeline::ClusterSpec cluster_;
+  std::unique_ptr<Launcher> launcher_; // by [cluster] launcher (cluster_setup.hpp)
   ControlChannel control_;
   WorkerPool workers_;
   std::unique_ptr<JobState> state_;
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
   std::unique_ptr<ClientCommands> commands_;
   std::unique_ptr<Supervisor> supervisor_;
-  std::string control_endpoint_;
+  RefusalLog refusals_; // peers without the job's keys, refused by the control socket
+  std::string control_endpoint_; // for clients (and local workers of a job without hosts)
+  // A job with hosts: the hosts found, each task's host, the job's keys, and the control
+  // endpoint workers connect to.
+  std::vector<HostInfo> hosts_;
+  std::vector<std::string> task_hosts_;
+  transport::LinkSecurity security_ = transport::LinkSecurity::plain();
+  std::string worker_endpoint_;
   int attempt_ = 0; // every start of workers: restarts and rescales; tells old messages apart
   std::filesystem::path restore_from_; // what the running attempt started from
   Clock::time_point started_ = Clock::now();

@@ -36,6 +36,8 @@ struct RunOptions {
   pipeline::WorkerLimits worker_limits;
   // `streamctl restart JOB`: run under that job's id (its directory exists) instead of a new one.
   std::string reuse_job_id;
+  // Every worker on this host whatever [cluster] says (`streamctl test`).
+  bool ignore_cluster = false;
 };
 
 struct RunOutcome {

@@ -7,6 +7,7 @@
 
 #include "state/error.hpp"
 #include "transport/control.hpp"
+#include "transport/secure_endpoint.hpp"
 
 namespace streamctl::runtime {
 
@@ -17,14 +18,15 @@ std::string beacon_identity(int task, int attempt) {
 LivenessBeacon::LivenessBeacon(zmq::context_t& context, const std::string& endpoint, int task,
                                int attempt, std::chrono::milliseconds every,
                                std::chrono::milliseconds reply_timeout,
-                               std::function<void()> on_silence) {
+                               std::function<void()> on_silence,
+                               transport::LinkSecurity security) {
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
   if (wake_fd_ < 0)
     throw Error(ErrorKind::Internal,
                 std::string("cannot start the liveness beacon: eventfd: ") + std::strerror(errno));
   thread_ = std::thread([this, &context, endpoint, task, attempt, every, reply_timeout,
-                         on_silence = std::move(on_silence)] {
-    run(context, endpoint, task, attempt, every, reply_timeout, on_silence);
+                         on_silence = std::move(on_silence), security = std::move(security)] {
+    run(context, endpoint, task, attempt, every, reply_timeout, on_silence, security);
   });
 }
 
@@ -39,12 +41,13 @@ LivenessBeacon::~LivenessBeacon() {
 void LivenessBeacon::run(zmq::context_t& context, const std::string& endpoint, int task,
                          int attempt, std::chrono::milliseconds every,
                          std::chrono::milliseconds reply_timeout,
-                         const std::function<void()>& on_silence) {
+                         const std::function<void()>& on_silence,
+                         const transport::LinkSecurity& security) {
   using Clock = std::chrono::steady_clock;
   zmq::socket_t socket(context, zmq::socket_type::dealer);
   socket.set(zmq::sockopt::linger, 0);
   socket.set(zmq::sockopt::routing_id, beacon_identity(task, attempt));
-  socket.connect(endpoint);
+  transport::connect_endpoint(socket, endpoint, security);
   std::string message = transport::encode_control(transport::ControlMessage{"ALIVE", {}}
                                                       .set("task", std::to_string(task))
                                                       .set("attempt", std::to_string(attempt)));

@@ -21,6 +21,8 @@
 
 #include <zmq.hpp>
 
+#include "transport/curve_keys.hpp"
+
 namespace streamctl::runtime {
 
 // The routing identity of a task's beacon on the coordinator's ROUTER, where ALIVE_OK goes.
@@ -33,7 +35,8 @@ public:
   // construction); the beacon then stops.
   LivenessBeacon(zmq::context_t& context, const std::string& endpoint, int task, int attempt,
                  std::chrono::milliseconds every, std::chrono::milliseconds reply_timeout = {},
-                 std::function<void()> on_silence = {});
+                 std::function<void()> on_silence = {},
+                 transport::LinkSecurity security = transport::LinkSecurity::plain());
   // Stops and joins the thread; its socket is closed before this returns.
   ~LivenessBeacon();
   LivenessBeacon(const LivenessBeacon&) = delete;
@@ -42,7 +45,7 @@ public:
 private:
   void run(zmq::context_t& context, const std::string& endpoint, int task, int attempt,
            std::chrono::milliseconds every, std::chrono::milliseconds reply_timeout,
-           const std::function<void()>& on_silence);
+           const std::function<void()>& on_silence, const transport::LinkSecurity& security);
 
   int wake_fd_ = -1; // an eventfd: the destructor's "stop", polled with the socket
   std::thread thread_;

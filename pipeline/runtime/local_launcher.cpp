@@ -21,6 +21,7 @@ std::unique_ptr<ChildProcess> LocalLauncher::start(const WorkerLaunch& launch) {
     spec.bootstrap = launch.bootstrap;
     // A worker that reads the coordinator's stdin keeps it on 0; its bootstrap goes beside it.
     spec.bootstrap_fd = launch.inherit_stdin ? 3 : 0;
+    spec.args.insert(spec.args.end(), {"--bootstrap-fd", std::to_string(spec.bootstrap_fd)});
   }
   return std::make_unique<ChildProcess>(spec);
 }

@@ -9,7 +9,8 @@ namespace streamctl::runtime {
 OutputRouter::OutputRouter(zmq::context_t& context, const pipeline::PipelineSpec& spec,
                            const pipeline::PhysicalPlan& plan, const pipeline::Task& task, const std::map<int, std::string>& endpoints_by_task,
                            state::FieldNames& names, std::size_t batch_size,
-                           std::chrono::milliseconds buffer_timeout, WaitWritable wait)
+                           std::chrono::milliseconds buffer_timeout, WaitWritable wait,
+                           const transport::LinkSecurity& security)
     : names_(names), batch_size_(batch_size), buffer_timeout_(buffer_timeout), wait_(std::move(wait)) {
   for (const auto* e : plan.edges_out_of(task.chain)) {
     Edge edge;
@@ -31,7 +32,7 @@ OutputRouter::OutputRouter(zmq::context_t& context, const pipeline::PipelineSpec
       auto channel_id = static_cast<std::uint32_t>((e->id << 20) | (task.subtask << 10) | d);
       Channel channel;
       channel.socket = std::make_unique<transport::OutputChannel>(
-          context, it->second, channel_id, static_cast<std::uint16_t>(e->input_index));
+          context, it->second, channel_id, static_cast<std::uint16_t>(e->input_index), security);
       edge.channels.push_back(std::move(channel));
     }
     edges_.push_back(std::move(edge));

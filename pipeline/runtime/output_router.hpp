@@ -34,7 +34,8 @@ public:
   OutputRouter(zmq::context_t& context, const pipeline::PipelineSpec& spec, const pipeline::PhysicalPlan& plan,
                const pipeline::Task& task,
                const std::map<int, std::string>& endpoints_by_task, state::FieldNames& names,
-               std::size_t batch_size, std::chrono::milliseconds buffer_timeout, WaitWritable wait);
+               std::size_t batch_size, std::chrono::milliseconds buffer_timeout, WaitWritable wait,
+               const transport::LinkSecurity& security = transport::LinkSecurity::plain());
 
   bool has_outputs() const { return !edges_.empty(); }
   // Sends what the chain's tail emitted on `port` (pipeline::kMainOutput, or kLateOutput for

@@ -39,6 +39,9 @@ void Supervisor::drain_messages() {
 
 void Supervisor::dispatch(const ControlChannel::Incoming& in) {
   if (!in.message) return;
+  // A remote worker's beacon wants an answer: without one for its heartbeat timeout (a cut
+  // link gives no EOF) the worker ends itself (liveness_beacon.hpp).
+  if (in.message->type == "ALIVE") control_.send(in.identity, transport::ControlMessage{"ALIVE_OK", {}});
   if (ClientCommands::is_client_command(*in.message))
     commands_.handle(in.identity, *in.message);
   else

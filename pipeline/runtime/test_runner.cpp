@@ -115,7 +115,11 @@ std::vector<TestOutcome> run_pipeline_tests(const LoadedJob& job, const operator
       text << test_pipeline(job.spec, test, dir);
       LoadedJob case_job = load_job_text(text.str(), job.spec.file.string() + " [test '" + test.name + "']",
                                          job.spec.base_dir, {}, registry);
-      RunOutcome run = run_job(case_job, options, log);
+      // A test's input and output are files here: its workers run here too, whatever the
+      // pipeline's [cluster] says.
+      RunOptions local = options;
+      local.ignore_cluster = true;
+      RunOutcome run = run_job(case_job, local, log);
       if (run.exit_code != 0) {
         outcome.passed = false;
         outcome.details.push_back("the job failed: " + (run.error.empty() ? "exit " + std::to_string(run.exit_code) : run.error));

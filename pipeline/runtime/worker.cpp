@@ -14,6 +14,7 @@
 #include "pipeline/runtime/final_publish.hpp"
 #include "operators/wall_clock.hpp"
 #include "pipeline/runtime/job_loader.hpp"
+#include "pipeline/runtime/job_security.hpp"
 #include "pipeline/runtime/job_metrics.hpp"
 #include "pipeline/runtime/liveness_beacon.hpp"
 #include "pipeline/runtime/output_router.hpp"
@@ -27,6 +28,8 @@
 #include "transport/data_channel.hpp"
 #include "transport/frame.hpp"
 #include "transport/local_address.hpp"
+#include "transport/secure_endpoint.hpp"
+#include "transport/zap_handler.hpp"
 
 namespace streamctl::runtime {
 
@@ -45,7 +48,8 @@ constexpr auto kProcessingTimeTick = 100ms;
 class Worker {
 public:
   Worker(const WorkerOptions& options, spdlog::logger& log)
-      : options_(options), log_(log), control_(context_, zmq::socket_type::dealer) {}
+      : options_(options), log_(log), control_(context_, zmq::socket_type::dealer),
+        refusals_(log, "task " + std::to_string(options.task)) {}
 
   ~Worker() {
     beacon_.reset();
@@ -54,12 +58,21 @@ public:
     gate_.reset();
     router_.reset();
     control_.close();
+    zap_.reset(); // after every socket that used it, before the context
   }
 
   int run() {
     control_.set(zmq::sockopt::routing_id, "task-" + std::to_string(options_.task));
     control_.set(zmq::sockopt::linger, 2000);
-    control_.connect(options_.coordinator);
+    // The job's keys, when its links leave this host (job_security.hpp): the ZAP handler must
+    // run before the input gate binds as a CURVE server.
+    if (options_.bootstrap) {
+      auto security = decode_link_security(options_.bootstrap->security);
+      if (!security) throw Error(ErrorKind::Internal, security.error());
+      security_ = *security;
+    }
+    if (security_.encrypt) zap_ = std::make_unique<transport::ZapHandler>(context_, security_, refusals_.callback());
+    transport::connect_endpoint(control_, options_.coordinator, security_);
     std::chrono::milliseconds reply_timeout = options_.bootstrap ? options_.bootstrap->heartbeat_timeout : 0ms;
     beacon_ = std::make_unique<LivenessBeacon>(context_, options_.coordinator, options_.task, options_.attempt,
                                                kHeartbeatEvery, reply_timeout, [this, reply_timeout] {
@@ -67,7 +80,8 @@ public:
                                                    options_.on_coordinator_lost(
                                                        "the coordinator has not answered for " +
                                                        std::to_string(reply_timeout.count()) + " ms");
-                                               });
+                                               },
+                                               security_);
     try {
       setup();
       if (chain_->source() != nullptr) run_source_loop();
@@ -163,7 +177,7 @@ private:
                              : "ipc://" + (options_.socket_dir / ("task-" + std::to_string(task_.id) + "-" +
                                                                   std::to_string(options_.attempt) + ".sock"))
                                               .string();
-      gate_ = std::make_unique<transport::InputGate>(context_, bind);
+      gate_ = std::make_unique<transport::InputGate>(context_, bind, security_, refusals_.callback());
       endpoint = gate_->endpoint();
     }
     send(transport::ControlMessage{"READY", {}}.set("endpoint", endpoint));
@@ -184,7 +198,7 @@ private:
     }
     router_ = std::make_unique<OutputRouter>(context_, job_->spec, job_->plan, task_, endpoints, names_,
                                              settings_.batch_size, settings_.buffer_timeout,
-                                             [this](zmq::socket_t& s) { wait_writable(s); });
+                                             [this](zmq::socket_t& s) { wait_writable(s); }, security_);
     last_heartbeat_ = Clock::now();
   }
 
@@ -497,6 +511,9 @@ private:
   spdlog::logger& log_;
   zmq::context_t context_;
   zmq::socket_t control_;
+  transport::LinkSecurity security_ = transport::LinkSecurity::plain();
+  RefusalLog refusals_;
+  std::unique_ptr<transport::ZapHandler> zap_;
   std::unique_ptr<operators::Registry> registry_;
   std::unique_ptr<LoadedJob> job_;
   RuntimeSettings settings_;

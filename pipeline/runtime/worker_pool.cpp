@@ -43,6 +43,7 @@ void WorkerPool::start(const LoadedJob& job, const AttemptArgs& args) {
       argv.insert(argv.end(), {"--spool-dir", args.spool_dir.string(), "--run-tag", args.run_tag});
     argv.insert(argv.end(), args.log_flags.begin(), args.log_flags.end());
     launch.inherit_stdin = rt.source && head.type == "stdin";
+    launch.bootstrap = args.bootstrap;
     rt.process = launcher_.start(launch);
     rt.last_seen = Clock::now();
     tasks_.push_back(std::move(rt));

@@ -53,6 +53,9 @@ struct AttemptArgs {
   std::vector<std::string> log_flags;
   // By task id, from placement; a task beyond it or "" runs on the coordinator's host.
   std::vector<std::string> hosts;
+  // The worker's bootstrap (worker_bootstrap.hpp): the job and its keys, for a job with hosts;
+  // empty: local workers read the job from job_dir.
+  std::string bootstrap;
 };
 
 class WorkerPool {

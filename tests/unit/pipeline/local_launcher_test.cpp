@@ -21,8 +21,8 @@ std::string read_file(const std::filesystem::path& path) {
   return text.str();
 }
 
-// A stand-in for streamctl: records its arguments and environment, and copies descriptor
-// `$3` (the value after `--fd`) into `boot`.
+// A stand-in for streamctl: records its arguments and environment, and copies the descriptor
+// after `--bootstrap-fd` (none: stdin) into `boot`.
 std::filesystem::path fake_streamctl(const TempDir& dir) {
   auto path = dir.path / "streamctl";
   std::ofstream script(path);
@@ -30,7 +30,8 @@ std::filesystem::path fake_streamctl(const TempDir& dir) {
          << "cd '" << dir.path.string() << "'\n"
          << "printf '%s\\n' \"$@\" > args\n"
          << "printf '%s' \"$GLIBC_TUNABLES\" > tunables\n"
-         << "if [ \"$3\" = 3 ]; then cat <&3; else cat; fi > boot\n";
+         << "fd=0; prev=; for a in \"$@\"; do [ \"$prev\" = --bootstrap-fd ] && fd=$a; prev=$a; done\n"
+         << "if [ \"$fd\" = 3 ]; then cat <&3; else cat; fi > boot\n";
   script.close();
   std::filesystem::permissions(path, std::filesystem::perms::owner_all);
   return path;
@@ -53,12 +54,12 @@ TEST_CASE("the local launcher runs `streamctl worker ARGS` with the bootstrap on
   CHECK(launcher.name() == "local");
   CHECK(launcher.prepare().empty());
   WorkerLaunch launch;
-  launch.worker_args = {"--fd", "0", "--task", "2"};
+  launch.worker_args = {"--task", "2"};
   launch.bootstrap = "pipeline and keys";
   auto child = launcher.start(launch);
   child->close_bootstrap(); // the worker has read it; EOF lets the stand-in end
   CHECK(wait_exit(*child) == 0);
-  CHECK(read_file(dir.path / "args") == "worker\n--fd\n0\n--task\n2\n");
+  CHECK(read_file(dir.path / "args") == "worker\n--task\n2\n--bootstrap-fd\n0\n");
   CHECK(read_file(dir.path / "boot") == "pipeline and keys");
   CHECK(read_file(dir.path / "tunables") == "glibc.malloc.hugetlb=1");
 }
@@ -69,13 +70,13 @@ TEST_CASE("the local launcher puts the bootstrap on descriptor 3 beside an inher
   TempDir dir;
   LocalLauncher launcher(fake_streamctl(dir).string());
   WorkerLaunch launch;
-  launch.worker_args = {"--fd", "3"};
   launch.inherit_stdin = true;
   launch.bootstrap = "on three";
   auto child = launcher.start(launch);
   child->close_bootstrap();
   CHECK(wait_exit(*child) == 0);
   CHECK(read_file(dir.path / "boot") == "on three");
+  CHECK(read_file(dir.path / "args") == "worker\n--bootstrap-fd\n3\n");
 }
 
 // No bootstrap bytes (today's workers read the pipeline from the job directory): no channel,
@@ -84,8 +85,9 @@ TEST_CASE("the local launcher opens no bootstrap channel without bootstrap bytes
   TempDir dir;
   LocalLauncher launcher(fake_streamctl(dir).string());
   WorkerLaunch launch;
-  launch.worker_args = {"--fd", "0"};
+  launch.worker_args = {"--task", "0"};
   auto child = launcher.start(launch);
   CHECK(wait_exit(*child) == 0);
   CHECK(read_file(dir.path / "boot").empty());
+  CHECK(read_file(dir.path / "args") == "worker\n--task\n0\n");
 }

@@ -1,0 +1,48 @@
+#include "pipeline/runtime/cluster_setup.hpp"
+
+#include "pipeline/runtime/cluster_launcher.hpp"
+#include "pipeline/runtime/local_launcher.hpp"
+#include "pipeline/runtime/ssh_launcher.hpp"
+#include "pipeline/spec/placement.hpp"
+#include "state/error.hpp"
+
+namespace streamctl::runtime {
+
+std::unique_ptr<Launcher> make_launcher(const pipeline::ClusterSpec& cluster, const RunOptions& options,
+                                        spdlog::logger& log) {
+  auto local = std::make_unique<LocalLauncher>(options.self_executable);
+  switch (cluster.launcher) {
+  case pipeline::LauncherKind::Local: return local;
+  case pipeline::LauncherKind::Slurm:
+    throw Error(ErrorKind::Usage, "[cluster] launcher = \"slurm\" is not available in this version of streamctl "
+                                  "yet: use launcher = \"ssh\" with the allocation's nodes as hosts");
+  case pipeline::LauncherKind::Ssh: break;
+  }
+  SshLauncherConfig config;
+  for (const auto& host : cluster.hosts) config.hosts.push_back({host.name, host.slots.value_or(0)});
+  config.ssh_options = cluster.ssh_options;
+  config.binary = cluster.binary;
+  config.ship_binary = cluster.ship_binary;
+  config.self_executable = options.self_executable;
+  config.note = [&log](const std::string& what) { log.info("{}", what); };
+  return std::make_unique<ClusterLauncher>(std::move(local), std::make_unique<SshLauncher>(std::move(config)));
+}
+
+void check_cluster_supported(const pipeline::ClusterSpec& cluster, bool takes_or_restores_snapshots) {
+  if (cluster.launcher == pipeline::LauncherKind::Local || !takes_or_restores_snapshots) return;
+  if (cluster.storage == pipeline::CheckpointStorage::Coordinator)
+    throw Error(ErrorKind::Usage,
+                "[checkpoint] storage = \"coordinator\" (the default with hosts) is not available in this "
+                "version of streamctl yet: set storage = \"shared\" and a [checkpoint] dir that every host "
+                "mounts at the same path");
+}
+
+std::vector<std::string> place_tasks(const LoadedJob& job, const std::vector<HostInfo>& hosts) {
+  std::vector<pipeline::PlacementHost> placement_hosts;
+  for (const auto& host : hosts) placement_hosts.push_back({host.name, host.slots});
+  auto placement = pipeline::place(job.spec, job.plan, placement_hosts);
+  if (!placement) throw Error(ErrorKind::Usage, "cannot place the job: " + placement.error());
+  return placement->task_hosts;
+}
+
+} // namespace streamctl::runtime

@@ -1,0 +1,36 @@
+#pragma once
+// How the coordinator turns a pipeline's [cluster] (SPEC §9, pipeline/spec/cluster_spec.hpp)
+// into running workers: the launcher to use, the checks made before anything starts, and
+// the host of every task.
+//
+// Not thread-safe: the coordinator's thread only.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <spdlog/logger.h>
+
+#include "pipeline/runtime/coordinator.hpp"
+#include "pipeline/runtime/job_loader.hpp"
+#include "pipeline/runtime/launcher.hpp"
+#include "pipeline/spec/cluster_spec.hpp"
+
+namespace streamctl::runtime {
+
+// The local launcher, or for `launcher = "ssh"` the ssh launcher behind a ClusterLauncher
+// (tasks that stay on this host start locally). Throws Error(Usage) for a launcher this
+// version cannot run (slurm) and when ssh is not installed.
+std::unique_ptr<Launcher> make_launcher(const pipeline::ClusterSpec& cluster, const RunOptions& options,
+                                        spdlog::logger& log);
+
+// What a job with hosts needs that this version does not do yet, refused with Error(Usage)
+// (exit 2) before anything starts: checkpoints with storage = "coordinator" (workers on other
+// hosts cannot yet send their snapshot files to the coordinator).
+void check_cluster_supported(const pipeline::ClusterSpec& cluster, bool takes_or_restores_snapshots);
+
+// The host of every task of `job` (by task id; "" = this host) on `hosts`. Throws
+// Error(Usage) naming what is missing when the job cannot be placed.
+std::vector<std::string> place_tasks(const LoadedJob& job, const std::vector<HostInfo>& hosts);
+
+} // namespace streamctl::runtime
