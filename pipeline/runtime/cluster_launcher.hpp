@@ -18,6 +18,7 @@ public:
 
   std::string_view name() const override { return remote_->name(); }
   std::vector<HostInfo> prepare() override { return remote_->prepare(); }
+  HostCheck check_hosts() override { return remote_->check_hosts(); }
   std::unique_ptr<ChildProcess> start(const WorkerLaunch& launch) override {
     return launch.host.empty() ? local_->start(launch) : remote_->start(launch);
   }

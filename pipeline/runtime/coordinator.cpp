@@ -208,6 +208,7 @@ private:
     workers_.clear();
     ++attempt_;
     if (const auto& latest = checkpoints_->latest_completed()) restore_from_ = *latest;
+    if (!replace_on_hosts_left()) return false;
     spool_janitor_->sweep_live(restore_from_);
     auto delay = restart_.delay_before(restarts);
     log_.warn("restarting the job (attempt {} of {}) in {} ms from {}: {}", restarts,
@@ -222,6 +223,28 @@ private:
           std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()) + 1ms);
     state_->set_restarting(false);
     return state_->restart_may_go_on();
+  }
+
+  // A job with hosts, restarting: looks at every configured host again and places the job on
+  // those that answer (one lost before comes back when it answers again). False, the job
+  // failed naming the lost hosts, when those left cannot take it.
+  bool replace_on_hosts_left() {
+    if (hosts_.empty()) return true;
+    HostCheck check = launcher_->check_hosts();
+    for (const auto& problem : check.problems) log_.warn("lost {}", problem);
+    std::string lost = pipeline::detail::join(check.problems, "; ");
+    if (check.usable.empty()) {
+      state_->fail("no host is left to restart the job on: " + lost);
+      return false;
+    }
+    try {
+      task_hosts_ = place_tasks(job_, check.usable);
+    } catch (const Error& e) {
+      state_->fail("the hosts left cannot take the job after losing " + lost + ": " + e.what());
+      return false;
+    }
+    hosts_ = std::move(check.usable);
+    return true;
   }
 
   // Every worker binds its input and says where; false when the job ended first.

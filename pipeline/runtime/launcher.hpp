@@ -37,6 +37,13 @@ struct HostInfo {
   std::string coordinator_address; // the coordinator's IP address as that host reaches it
 };
 
+// What a look at every configured host found: the ones that can take workers, and why each
+// other one cannot ("host 'h2': unreachable over ssh: ...").
+struct HostCheck {
+  std::vector<HostInfo> usable;
+  std::vector<std::string> problems;
+};
+
 class Launcher {
 public:
   virtual ~Launcher() = default;
@@ -46,6 +53,9 @@ public:
   // this one's version and protocol, and learns its slots. Throws Error(Usage) naming the
   // host when one cannot take workers. The local launcher has no hosts: it returns none.
   virtual std::vector<HostInfo> prepare() = 0;
+  // The same look as prepare(), without failing: at a restart after a failure, the job goes on
+  // on the hosts that are left (SPEC §9: losing a host is a worker failure).
+  virtual HostCheck check_hosts() { return {prepare(), {}}; }
   // Starts one worker. Throws Error(Internal) when it cannot (fork fails); a worker that
   // cannot start on its host exits, and its child's exit status says so.
   virtual std::unique_ptr<ChildProcess> start(const WorkerLaunch& launch) = 0;

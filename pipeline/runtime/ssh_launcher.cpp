@@ -163,6 +163,17 @@ std::string SshLauncher::worker_command(const std::string& host,
 }
 
 std::vector<HostInfo> SshLauncher::prepare() {
+  HostCheck check = check_hosts();
+  if (!check.problems.empty()) {
+    std::string message = "cannot start workers over ssh:";
+    for (const auto& p : check.problems)
+      message += "\n  " + p;
+    throw Error(ErrorKind::Usage, message);
+  }
+  return check.usable;
+}
+
+HostCheck SshLauncher::check_hosts() {
   const auto& hosts = config_.hosts;
   const auto probe_timeout =
       std::chrono::milliseconds(config_.connect_timeout) + std::chrono::seconds(30);
@@ -277,13 +288,7 @@ std::vector<HostInfo> SshLauncher::prepare() {
     out.push_back(HostInfo{host, hosts[k].slots > 0 ? hosts[k].slots : probe->cores,
                            probe->coordinator_address});
   }
-  if (!problems.empty()) {
-    std::string message = "cannot start workers over ssh:";
-    for (const auto& p : problems)
-      message += "\n  " + p;
-    throw Error(ErrorKind::Usage, message);
-  }
-  return out;
+  return HostCheck{std::move(out), std::move(problems)};
 }
 
 std::unique_ptr<ChildProcess> SshLauncher::start(const WorkerLaunch& launch) {

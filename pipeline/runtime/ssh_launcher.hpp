@@ -59,6 +59,8 @@ public:
   // binary where it is missing. Throws Error(Usage) naming every host that failed and why:
   // unreachable (ssh's own message), no streamctl at that path, another version or protocol.
   std::vector<HostInfo> prepare() override;
+  // The probes of prepare(), each failing host reported rather than thrown.
+  HostCheck check_hosts() override;
   // `launch.host` must be one of the configured hosts. The ChildProcess is the local ssh
   // client; the worker's exit status comes back as its own (255: ssh failed).
   std::unique_ptr<ChildProcess> start(const WorkerLaunch& launch) override;
