@@ -104,14 +104,14 @@ void ZapHandler::answer_one() {
       "1.0",  request.size() > 1 ? request[1].to_string() : std::string(),
       status, status == "200" ? "OK" : text,
       "",     ""};
+  // Counted before the reply goes: once it has, the admitted peer's messages may be read
+  // before this thread runs again (a test saw 0 admitted after the message arrived).
+  if (status == "200") ++admitted_;
+  else ++refused_;
   for (std::size_t i = 0; i < reply.size(); ++i)
     requests_.send(zmq::buffer(reply[i]),
                    i + 1 < reply.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
-  if (status == "200") {
-    ++admitted_;
-    return;
-  }
-  ++refused_;
+  if (status == "200") return;
   refusal.reason = text;
   if (!on_refusal_) return;
   try {

@@ -29,7 +29,9 @@ std::string status_json(const LoadedJob& job, const WorkerPool& workers) {
       first = false;
       out += "{\"index\":" + std::to_string(t.task->subtask) + ",\"host\":";
       state::append_json_string(t.host.empty() ? "localhost" : t.host, out);
-      out += ",\"pid\":" + std::to_string(t.process->pid()) +
+      // On another host the local child is the worker's ssh: show the worker's own pid there.
+      int pid = t.host.empty() || t.worker_pid == 0 ? t.process->pid() : t.worker_pid;
+      out += ",\"pid\":" + std::to_string(pid) +
              ",\"records_in\":" + std::to_string(m.records_in) +
              ",\"records_out\":" + std::to_string(m.records_out) +
              ",\"bad_records\":" + std::to_string(m.bad_records) + "}";

@@ -55,6 +55,7 @@ void Supervisor::handle_message(const transport::ControlMessage& m) {
   TaskRuntime& t = workers_[*index];
   t.last_seen = Clock::now();
   if (m.type == "READY") {
+    t.worker_pid = static_cast<int>(m.get_int("pid", 0));
     t.ready = true;
     t.endpoint = m.get("endpoint");
   } else if (m.type == "HEARTBEAT") {

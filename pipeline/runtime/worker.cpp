@@ -180,7 +180,8 @@ private:
       gate_ = std::make_unique<transport::InputGate>(context_, bind, security_, refusals_.callback());
       endpoint = gate_->endpoint();
     }
-    send(transport::ControlMessage{"READY", {}}.set("endpoint", endpoint));
+    // Its own pid: on another host the coordinator only knows the pid of its ssh.
+    send(transport::ControlMessage{"READY", {}}.set("endpoint", endpoint).set("pid", std::to_string(::getpid())));
 
     // Wait for the coordinator to say where every task's input gate is.
     std::map<int, std::string> endpoints;

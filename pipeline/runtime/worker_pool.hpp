@@ -34,6 +34,7 @@ struct TaskRuntime {
   bool source = false;                  // its chain starts with a source
   std::unique_ptr<ChildProcess> process;
   std::string endpoint; // where its input is bound, from READY
+  int worker_pid = 0;   // the worker's pid on its host, from READY (0: not ready yet)
   bool ready = false;
   bool finished = false;
   Clock::time_point last_seen;

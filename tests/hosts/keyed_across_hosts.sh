@@ -55,7 +55,34 @@ grep "placement: " "$WORK/hosts.err" | sed 's/.*placement: /placement: /' >"$WOR
 cat "$WORK/placement"
 for host in h1 h2 h3; do assert_contains "$WORK/placement" "$host: "; done
 assert_contains "$WORK/placement" "this host: out[0]"
-
+# `status` from the coordinator's host names each subtask's host and the worker's own pid
+# there (not the pid of its ssh here).
+sed -e 's/^name = .*/name = "endless-on-hosts"/' -e '/^\[sources.in\]/,/^event_time/c\
+[sources.in]\
+type = "generator"\
+profile = "counter"\
+rate = 2000\
+event_time = "ts"' "$WORK/hosts.toml" | sed 's/key = \["k"\]/key = ["seq"]/; s/sum(v)/sum(seq)/' >"$WORK/endless.toml"
+"$STREAMCTL" -v run "$WORK/endless.toml" >/dev/null 2>"$WORK/endless.err" &
+job=$!
+wait_for_text "$WORK/endless.err" "records flowing" 60
+run_expect 0 "$STREAMCTL" status endless-on-hosts --json
+python3 - "$WORK/out" "$(host_pids h1 | tr '\n' ' ')" "$(host_pids h2 | tr '\n' ' ')" "$(host_pids h3 | tr '\n' ' ')" <<'PY' || fail "status --json: $(cat "$WORK/out")"
+import json, sys
+status = json.load(open(sys.argv[1]))
+pids = {"h1": set(sys.argv[2].split()), "h2": set(sys.argv[3].split()), "h3": set(sys.argv[4].split())}
+seen = set()
+for op in status["operators"]:
+    for sub in op["subtasks"]:
+        host = sub["host"]
+        if host == "localhost":
+            continue
+        assert str(sub["pid"]) in pids[host], (op["name"], sub, pids[host])
+        seen.add(host)
+assert seen == {"h1", "h2", "h3"}, seen
+PY
+kill -TERM "$job"
+wait "$job" || true
 for host in h1 h2 h3; do host_wait_only_sshd "$host" 10 || fail "processes left on $host: $(host_pids "$host")"; done
 assert_no_processes_left
 echo "keyed_across_hosts: ok"
