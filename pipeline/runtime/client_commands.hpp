@@ -6,6 +6,8 @@
 //
 // Not thread-safe: used by the coordinator's thread only.
 
+#include <functional>
+#include <optional>
 #include <string>
 
 #include <spdlog/logger.h>
@@ -44,6 +46,15 @@ public:
       : job_(job), limits_(limits), workers_(workers), checkpoints_(checkpoints), control_(control),
         job_control_(control_of_job), log_(log) {}
 
+  // Why a rescaled job would not fit the job's hosts, if it would not (a job with hosts sets
+  // it): such a rescale is refused before its savepoint stops anything.
+  using PlacementCheck = std::function<std::optional<std::string>(const LoadedJob&)>;
+  void set_placement_check(PlacementCheck check) { placement_check_ = std::move(check); }
+
+  // Savepoints (savepoint, stop, rescale) that can never be taken in this job, and why: they
+  // are refused as a usage error (exit 2).
+  void refuse_savepoints(std::string why) { no_savepoints_ = std::move(why); }
+
   static bool is_client_command(const transport::ControlMessage& m);
   // `identity`: the client's ROUTER identity, to reply to.
   void handle(const std::string& identity, const transport::ControlMessage& m);
@@ -61,6 +72,8 @@ private:
   ControlChannel& control_;
   JobControl& job_control_;
   spdlog::logger& log_;
+  PlacementCheck placement_check_;
+  std::optional<std::string> no_savepoints_;
 };
 
 } // namespace streamctl::runtime

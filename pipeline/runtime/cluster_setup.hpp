@@ -6,6 +6,7 @@
 // Not thread-safe: the coordinator's thread only.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ std::unique_ptr<Launcher> make_launcher(const pipeline::ClusterSpec& cluster, co
 // (exit 2) before anything starts: checkpoints with storage = "coordinator" (workers on other
 // hosts cannot yet send their snapshot files to the coordinator).
 void check_cluster_supported(const pipeline::ClusterSpec& cluster, bool takes_or_restores_snapshots);
+// Why a savepoint (`savepoint`, `stop`, `rescale`) cannot be taken of a job with hosts that
+// keeps storage "coordinator", if that is the case.
+std::optional<std::string> why_no_savepoints(const pipeline::ClusterSpec& cluster);
 
 // The host of every task of `job` (by task id; "" = this host) on `hosts`. Throws
 // Error(Usage) naming what is missing when the job cannot be placed.

@@ -100,6 +100,17 @@ public:
                                                 workers_, control_, *spool_janitor_, *state_, log_);
     commands_ = std::make_unique<ClientCommands>(job_, options_.worker_limits, workers_,
                                                  *checkpoints_, control_, *state_, log_);
+    if (!hosts_.empty())
+      if (auto why = why_no_savepoints(cluster_)) commands_->refuse_savepoints(*why);
+    commands_->set_placement_check([this](const LoadedJob& next) -> std::optional<std::string> {
+      if (hosts_.empty()) return std::nullopt;
+      try {
+        place_tasks(next, hosts_);
+      } catch (const Error& e) {
+        return std::string(e.what());
+      }
+      return std::nullopt;
+    });
     supervisor_ = std::make_unique<Supervisor>(restart_, signals_, control_, workers_, *state_,
                                                *checkpoints_, *commands_, log_);
 
@@ -124,7 +135,8 @@ private:
   // placed on them and its keys made, before anything starts (exit 2 when one cannot be).
   void prepare_hosts() {
     if (cluster_.launcher == pipeline::LauncherKind::Local) return;
-    check_cluster_supported(cluster_, settings_.interval.count() > 0 || !options_.restore.empty());
+    check_cluster_supported(cluster_, settings_.interval.count() > 0 || !options_.restore.empty() ||
+                                          options_.savepoint_on_exit);
     hosts_ = launcher_->prepare();
     task_hosts_ = place_tasks(job_, hosts_);
     if (cluster_.encrypt) {

@@ -63,6 +63,7 @@ type = "generator"\
 profile = "counter"\
 rate = 2000\
 event_time = "ts"' "$WORK/hosts.toml" | sed 's/key = \["k"\]/key = ["seq"]/; s/sum(v)/sum(seq)/' >"$WORK/endless.toml"
+printf '[checkpoint]\nstorage = "shared"\ndir = "%s"\n' "$WORK/ck" >>"$WORK/endless.toml"
 "$STREAMCTL" -v run "$WORK/endless.toml" >/dev/null 2>"$WORK/endless.err" &
 job=$!
 wait_for_text "$WORK/endless.err" "records flowing" 60
@@ -81,8 +82,17 @@ for op in status["operators"]:
         seen.add(host)
 assert seen == {"h1", "h2", "h3"}, seen
 PY
+# A rescale beyond the hosts' slots is refused before its savepoint stops anything.
+run_expect 2 "$STREAMCTL" rescale endless-on-hosts --parallelism 4
+assert_contains "$WORK/err" "cannot place the job"
+run_expect 0 "$STREAMCTL" status endless-on-hosts
 kill -TERM "$job"
 wait "$job" || true
 for host in h1 h2 h3; do host_wait_only_sshd "$host" 10 || fail "processes left on $host: $(host_pids "$host")"; done
 assert_no_processes_left
+
+# Savepoints need storage = "shared" with hosts in this release: refused before anything starts.
+run_expect 2 "$STREAMCTL" run "$WORK/hosts.toml" --savepoint-on-exit
+assert_contains "$WORK/err" 'storage = "coordinator"'
+for host in h1 h2 h3; do host_wait_only_sshd "$host" 10 || fail "processes left on $host: $(host_pids "$host")"; done
 echo "keyed_across_hosts: ok"
