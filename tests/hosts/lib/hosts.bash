@@ -41,6 +41,8 @@ hosts_require() {
   done
   [[ -x /usr/sbin/sshd ]] || hosts_skip "sshd is not installed (Debian: openssh-server)"
   ip netns list >/dev/null 2>&1 || hosts_skip "'ip netns' does not work here"
+  # Root in a container without CAP_SYS_ADMIN or CAP_NET_ADMIN cannot make the hosts.
+  unshare --net true 2>/dev/null || hosts_skip "cannot create a network namespace here (unshare --net failed)"
 }
 
 host_ns() { echo "$HOSTS_PREFIX-$1"; }
