@@ -32,8 +32,8 @@ slurm_teardown() {
   if [[ -n "$SLURM_CTLD_PID" ]] && kill -0 "$SLURM_CTLD_PID" 2>/dev/null; then
     scancel --full --quiet --user=root >/dev/null 2>&1 || true
   fi
-  [[ -n "$SLURM_CTLD_PID" ]] && kill -9 "$SLURM_CTLD_PID" 2>/dev/null || true
-  [[ -n "$SLURM_MUNGED_PID" ]] && kill -9 "$SLURM_MUNGED_PID" 2>/dev/null || true
+  if [[ -n "$SLURM_CTLD_PID" ]]; then kill -9 "$SLURM_CTLD_PID" 2>/dev/null || true; fi
+  if [[ -n "$SLURM_MUNGED_PID" ]]; then kill -9 "$SLURM_MUNGED_PID" 2>/dev/null || true; fi
   SLURM_CTLD_PID=""
   SLURM_MUNGED_PID=""
 }
@@ -147,7 +147,7 @@ CONF
 # Waits until nothing but its sshd and slurmd runs on the host.
 # slurm_wait_only_daemons HOST SECONDS
 slurm_wait_only_daemons() {
-  local host=$1 deadline=$((SECONDS + ${2:-10})) pids p left
+  local host=$1 deadline=$((SECONDS + ${2:-10})) p left
   while :; do
     left=""
     for p in $(host_pids "$host"); do
