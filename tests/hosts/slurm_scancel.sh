@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Under [cluster] launcher = "slurm": scancel of the allocation mid-run fails the job (exit 1)
-# with Slurm's word for it (salloc: the allocation revoked) and streamctl's (the job failed, the worker
-# named), and leaves nothing running on any node nor any job in the queue; an allocation too
-# small for the job is refused (exit 2) before anything starts; kill -9 of the coordinator
-# leaves nothing running either.
+# with Slurm's word for it (salloc: the allocation revoked) and streamctl's (the job failed,
+# the worker named; with [restart], every node named as lost), and leaves nothing running on
+# any node nor any job in the queue. kill -9 of the coordinator leaves nothing running either;
+# an allocation too small for the job is refused (exit 2) before anything starts.
 source "$SOURCE_DIR/tests/e2e/lib/common.bash"
 source "$SOURCE_DIR/tests/hosts/lib/hosts.bash"
 source "$SOURCE_DIR/tests/hosts/lib/slurm.bash"
@@ -56,6 +56,26 @@ cat "$WORK/long.err"
 assert_eq 1 "$code" "exit code of the job whose allocation was cancelled"
 assert_contains "$WORK/long.err" "has been revoked"
 assert_contains "$WORK/long.err" "failed: worker for gen -> keyed"
+for host in h1 h2 h3; do slurm_wait_only_daemons "$host" 10 || fail "processes left on $host"; done
+[[ -z "$(squeue -h)" ]] || fail "jobs left in the queue: $(squeue)"
+assert_no_processes_left
+
+# With restarts the job tries the allocation's nodes again, finds none (the allocation is
+# gone) and fails naming them.
+{ cat "$WORK/long.toml"; printf '[restart]\nstrategy = "fixed"\ndelay = "50ms"\nmax_attempts = 3\n'; } >"$WORK/restarting.toml"
+salloc -N 3 "$STREAMCTL" run -v "$WORK/restarting.toml" >"$WORK/restarting.out" 2>"$WORK/restarting.err" &
+job_pid=$!
+wait_for_text "$WORK/restarting.err" "records flowing" 60
+allocation=$(squeue -h -o %i)
+[[ "$allocation" =~ ^[0-9]+$ ]] || fail "expected one allocation in the queue, got [$allocation]"
+scancel "$allocation"
+set +e
+wait "$job_pid"
+code=$?
+set -e
+assert_eq 1 "$code" "exit code of the restarting job whose allocation was cancelled"
+assert_contains "$WORK/restarting.err" "no host is left to restart the job on"
+for host in h1 h2 h3; do assert_contains "$WORK/restarting.err" "node '$host': the probe step exited"; done
 for host in h1 h2 h3; do slurm_wait_only_daemons "$host" 10 || fail "processes left on $host"; done
 [[ -z "$(squeue -h)" ]] || fail "jobs left in the queue: $(squeue)"
 assert_no_processes_left
