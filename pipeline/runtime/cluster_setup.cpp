@@ -2,6 +2,7 @@
 
 #include "pipeline/runtime/cluster_launcher.hpp"
 #include "pipeline/runtime/local_launcher.hpp"
+#include "pipeline/runtime/slurm_launcher.hpp"
 #include "pipeline/runtime/ssh_launcher.hpp"
 #include "pipeline/spec/placement.hpp"
 #include "state/error.hpp"
@@ -13,9 +14,12 @@ std::unique_ptr<Launcher> make_launcher(const pipeline::ClusterSpec& cluster, co
   auto local = std::make_unique<LocalLauncher>(options.self_executable);
   switch (cluster.launcher) {
   case pipeline::LauncherKind::Local: return local;
-  case pipeline::LauncherKind::Slurm:
-    throw Error(ErrorKind::Usage, "[cluster] launcher = \"slurm\" is not available in this version of streamctl "
-                                  "yet: use launcher = \"ssh\" with the allocation's nodes as hosts");
+  case pipeline::LauncherKind::Slurm: {
+    SlurmLauncherConfig config = slurm_config_from_environment();
+    config.binary = cluster.binary;
+    config.self_executable = options.self_executable;
+    return std::make_unique<ClusterLauncher>(std::move(local), std::make_unique<SlurmLauncher>(std::move(config)));
+  }
   case pipeline::LauncherKind::Ssh: break;
   }
   SshLauncherConfig config;

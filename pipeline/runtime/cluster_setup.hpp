@@ -19,9 +19,9 @@
 
 namespace streamctl::runtime {
 
-// The local launcher, or for `launcher = "ssh"` the ssh launcher behind a ClusterLauncher
-// (tasks that stay on this host start locally). Throws Error(Usage) for a launcher this
-// version cannot run (slurm) and when ssh is not installed.
+// The local launcher, or for `launcher = "ssh"` / `"slurm"` that launcher behind a
+// ClusterLauncher (tasks that stay on this host start locally). Throws Error(Usage) when ssh
+// or srun is not installed, and for slurm outside an allocation.
 std::unique_ptr<Launcher> make_launcher(const pipeline::ClusterSpec& cluster, const RunOptions& options,
                                         spdlog::logger& log);
 
