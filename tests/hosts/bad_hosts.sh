@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Bad [cluster] input (issue 8, "Bad input"): an unreachable host, a host name that does not
 # resolve, a wrong binary path, a binary of another version, too few slots, the slurm
-# launcher (not built yet) and an unknown launcher each end `streamctl run` with exit 2 and a
+# launcher outside a Slurm allocation and an unknown launcher each end `streamctl run` with exit 2 and a
 # message naming the host and the cause, before anything starts, and leave nothing running
 # on any host.
 source "$SOURCE_DIR/tests/e2e/lib/common.bash"
