@@ -1,5 +1,7 @@
 #include "pipeline/runtime/slurm_launcher.hpp"
 
+#include "pipeline/runtime/own_executable.hpp"
+
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
@@ -116,12 +118,7 @@ Result<std::vector<int>> expand_cpus_per_node(std::string_view text, std::size_t
 }
 
 SlurmLauncher::SlurmLauncher(SlurmLauncherConfig config) : config_(std::move(config)) {
-  if (config_.self_executable.empty()) {
-    std::error_code ec;
-    config_.self_executable = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-    if (ec)
-      throw Error(ErrorKind::Internal, "cannot find this streamctl's own binary: " + ec.message());
-  }
+  if (config_.self_executable.empty()) config_.self_executable = own_executable();
   if (config_.binary.empty()) config_.binary = config_.self_executable;
   if (config_.job_id.empty() || config_.nodelist.empty())
     throw Error(ErrorKind::Internal, "the slurm launcher needs an allocation");

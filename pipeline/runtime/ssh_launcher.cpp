@@ -1,5 +1,7 @@
 #include "pipeline/runtime/ssh_launcher.hpp"
 
+#include "pipeline/runtime/own_executable.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -106,12 +108,7 @@ std::string shell_quote(std::string_view text) {
 }
 
 SshLauncher::SshLauncher(SshLauncherConfig config) : config_(std::move(config)) {
-  if (config_.self_executable.empty()) {
-    std::error_code ec;
-    config_.self_executable = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-    if (ec)
-      throw Error(ErrorKind::Internal, "cannot find this streamctl's own binary: " + ec.message());
-  }
+  if (config_.self_executable.empty()) config_.self_executable = own_executable();
   if (config_.binary.empty()) config_.binary = config_.self_executable;
   if (config_.hosts.empty())
     throw Error(ErrorKind::Usage, "the ssh launcher has no hosts ([cluster] hosts)");
