@@ -158,6 +158,7 @@ private:
     b.overrides = job_.overrides;
     b.security = encode_link_security(security_);
     b.heartbeat_timeout = restart_.heartbeat_timeout;
+    b.checkpoint_storage_coordinator = cluster_.storage == pipeline::CheckpointStorage::Coordinator;
     return encode_bootstrap(b);
   }
 

@@ -82,6 +82,7 @@ std::string encode_bootstrap(const WorkerBootstrap& bootstrap, std::string_view 
   if (!bootstrap.security.empty()) body.set("security", bootstrap.security);
   if (bootstrap.heartbeat_timeout.count() > 0)
     body.set("heartbeat_timeout_ms", std::to_string(bootstrap.heartbeat_timeout.count()));
+  if (bootstrap.checkpoint_storage_coordinator) body.set("checkpoint_storage", "coordinator");
   std::string text = transport::encode_control(body);
   std::string out(kMagic);
   out += ' ';
@@ -137,6 +138,10 @@ Result<WorkerBootstrap> decode_bootstrap_body(std::string_view body) {
       if (ms < 0)
         return Failure{"the bootstrap's heartbeat_timeout_ms is not a number: '" + value + "'"};
       out.heartbeat_timeout = std::chrono::milliseconds(ms);
+    } else if (key == "checkpoint_storage") {
+      if (value != "coordinator")
+        return Failure{"the bootstrap's checkpoint_storage is not \"coordinator\": '" + value + "'"};
+      out.checkpoint_storage_coordinator = true;
     } else if (key.rfind("override.", 0) == 0) {
       std::size_t n = 0;
       std::string_view digits = std::string_view(key).substr(9);

@@ -19,6 +19,11 @@
 //               security=TEXT              opaque here: the job's keys (transport/curve_keys)
 //               heartbeat_timeout_ms=N     exit when the coordinator has not answered ALIVE
 //                                          for N ms; absent or 0: no such check
+//               checkpoint_storage=coordinator
+//                                          snapshot files go to the coordinator over the
+//                                          control link and a restore reads them from it
+//                                          ([checkpoint] storage); absent: the worker reads
+//                                          and writes CHECKPOINT_DIR itself ("shared")
 //             Keys a reader does not know are kept in `extra` and otherwise ignored, so a
 //             field a worker may do without needs no new protocol number.
 //
@@ -47,6 +52,9 @@ struct WorkerBootstrap {
   std::vector<std::string> overrides;             // "KEY=VALUE", as given to --set
   std::string security;                           // carried as it is
   std::chrono::milliseconds heartbeat_timeout{0}; // 0: off
+  // Snapshots travel over the control link to the coordinator, which alone touches
+  // CHECKPOINT_DIR ([checkpoint] storage = "coordinator").
+  bool checkpoint_storage_coordinator = false;
   std::map<std::string, std::string> extra;       // fields this version does not know
 };
 

@@ -40,6 +40,7 @@ WorkerBootstrap sample() {
   b.overrides = {"checkpoint.interval=1s", "a.b=line\nbreak", "c=\\"};
   b.security = "server_public=abc\nclient_secret=\x01\x02=";
   b.heartbeat_timeout = 7500ms;
+  b.checkpoint_storage_coordinator = true;
   return b;
 }
 
@@ -65,6 +66,7 @@ TEST_CASE("a bootstrap reads back as written, and nothing past it is taken from 
   CHECK(read.overrides == b.overrides);
   CHECK(read.security == b.security);
   CHECK(read.heartbeat_timeout == 7500ms);
+  CHECK(read.checkpoint_storage_coordinator);
   CHECK(read.extra == b.extra);
   char rest[16] = {};
   CHECK(::read(channel.fds[0], rest, sizeof rest) == 5);
@@ -80,6 +82,7 @@ TEST_CASE("a bootstrap without optional fields has no heartbeat timeout", "[work
   CHECK(read.overrides.empty());
   CHECK(read.security.empty());
   CHECK(read.heartbeat_timeout == 0ms);
+  CHECK_FALSE(read.checkpoint_storage_coordinator);
 }
 
 TEST_CASE("the header line is plain text with the version and protocol", "[worker_bootstrap]") {
