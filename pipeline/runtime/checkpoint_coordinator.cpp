@@ -88,7 +88,9 @@ bool CheckpointCoordinator::trigger(Request request) {
   message.set("checkpoint", std::to_string(id))
       .set("dir", request.dir.string())
       .set("stop", request.stop_after ? "1" : "0");
+  if (request.final) message.set("final", "1");
   std::string dir = request.dir.string();
+  bool every_task = request.final;
   PendingCheckpoint p;
   p.id = id;
   p.request = std::move(request);
@@ -96,7 +98,10 @@ bool CheckpointCoordinator::trigger(Request request) {
   p.deadline = p.started + settings_.timeout;
   p.files.resize(workers_.size());
   pending_ = std::move(p);
-  workers_.send_sources(message);
+  if (every_task)
+    workers_.send_all(message);
+  else
+    workers_.send_sources(message);
   log_.debug("{} {} triggered into {}", what, id, dir);
   return true;
 }
@@ -162,8 +167,11 @@ void CheckpointCoordinator::complete() {
     log_.debug("checkpoint {} complete: {} bytes in {} ms", p.id, bytes, ms);
   latest_completed_ = r.dir;
   listener_.checkpoint_completed(r.dir);
-  workers_.send_all(
-      transport::ControlMessage{"COMMIT", {}}.set("checkpoint", std::to_string(p.id)));
+  // After a final checkpoint the sinks publish at RELEASE, once the coordinator has recorded
+  // that the job publishes its final output (final_publish.hpp).
+  if (!r.final)
+    workers_.send_all(
+        transport::ControlMessage{"COMMIT", {}}.set("checkpoint", std::to_string(p.id)));
   if (!r.savepoint) {
     prune();
     spool_.sweep_live(restored_from_);

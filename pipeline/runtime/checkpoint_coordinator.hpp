@@ -78,11 +78,13 @@ public:
     bool savepoint = false;
     bool stop_after = false;           // halt the job once it completes
     bool at_end = false;               // taken because the input ended: when it fails, drain
+    bool final = false;                // every task has finished: each snapshots directly
     std::string client;                // the ROUTER identity awaiting the path, if any
     std::optional<LoadedJob> rescaled; // a rescale: the job to start from it
   };
-  // Tells every source task to snapshot and inject barrier N; false (logged, and the client
-  // told) when the directory cannot be made.
+  // Tells every source task to snapshot and inject barrier N (a final one: every task, with no
+  // barrier, since no record moves any more); false (logged, and the client told) when the
+  // directory cannot be made.
   bool trigger(Request request);
   // Gives up the pending snapshot, if any; the job goes on (SPEC §7). `error`: logged as an
   // error (a person should act: a full disk), else as a note.

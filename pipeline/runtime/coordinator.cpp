@@ -219,6 +219,9 @@ private:
     int restarts = state_->begin_restart();
     workers_.cancel_all();
     workers_.clear();
+    // Nothing was published that the checkpoint restored from does not cover: either the
+    // attempt failed before its end, or its sinks were publishing after a final checkpoint.
+    clear_final_publish(registration_->dir());
     ++attempt_;
     if (const auto& latest = checkpoints_->latest_completed()) restore_from_ = *latest;
     if (!replace_on_hosts_left()) return false;
@@ -304,16 +307,33 @@ private:
     finish();
   }
 
-  // Every task said FINISHED, so every end of input has been read. The sinks now publish
-  // what no snapshot covers: that must be on disk first, so that no restart and no --resume
-  // runs the job again (final_publish.hpp).
+  // Every task said FINISHED, so every end of input has been read. The sinks publish their
+  // last output at RELEASE. That must be on record first, so that no `restart` after this
+  // coordinator dies and no --resume runs the job again (final_publish.hpp). A job that takes
+  // checkpoints first takes a final one (as Flink does since FLIP-147), which prepares that
+  // output: a worker that dies while publishing it is restarted from that checkpoint and
+  // publishes the rest, and the job still ends with its whole output.
   void finish() {
+    bool covered = false;
+    if (checkpoints_->enabled()) {
+      auto final = take_final_checkpoint();
+      if (!final) return; // the job failed, restarts, or was cancelled meanwhile
+      covered = *final;
+    }
     if (auto ok = mark_finishing(registration_->dir(), workers_.size()); !ok) {
       state_->fail("cannot record that the job publishes its final output: " + ok.error());
       return;
     }
     if (auto ok = mark_drained(settings_.root); !ok) log_.warn("{}", ok.error());
     auto release = workers_.release();
+    if (!release.unclean.empty() && covered && !release.reader_gone) {
+      // The final checkpoint holds what is left to publish: a restart from it publishes
+      // that and nothing twice (a sink's restore publishes only what is not out yet).
+      supervisor_->task_failed("the worker of " + pipeline::detail::join(release.unclean, ", ") +
+                               " ended before it had published the job's final output" +
+                               (release.reasons.empty() ? std::string() : ": " + release.reasons));
+      return;
+    }
     if (!release.unclean.empty()) {
       // A sink that could not publish the job's last output (stdout on a full disk, say):
       // that output is incomplete, and neither a restart nor --resume may take the job for
@@ -335,6 +355,26 @@ private:
       log_.debug("{}: {}", t.label, encode_metrics(t.metrics));
     log_.info("job {} finished: {}", registration_->id(), describe_totals());
     spool_janitor_->sweep_drained();
+  }
+
+  // The job's last checkpoint, taken once every task has finished: true when it completed,
+  // false when it could not be taken (the job then publishes without one), nullopt when the
+  // attempt ended while it was being taken.
+  std::optional<bool> take_final_checkpoint() {
+    auto dir = checkpoints_->next_checkpoint_dir();
+    if (!checkpoints_->trigger({.dir = dir, .final = true})) return false;
+    while (checkpoints_->pending()) {
+      if (!supervisor_->poll_once(until_next_duty())) return std::nullopt;
+      checkpoints_->check_timeout(Clock::now());
+    }
+    if (state_->interrupted()) return std::nullopt;
+    if (checkpoints_->latest_completed() == dir) {
+      log_.info("final checkpoint complete: {}; the sinks publish the job's last output", dir.string());
+      return true;
+    }
+    log_.warn("the final checkpoint failed: the sinks publish their last output without one, and a worker "
+              "that dies while they do fails the job");
+    return false;
   }
 
   // "h1: in[0], per_key[0]; h2: in[1]; this host: out[0]".

@@ -14,6 +14,11 @@
 //   JOB_DIR/published-<task>      written (fsynced) by each worker once its sink's final
 //                                 output is published (every task writes one, sink or not)
 //
+// A job that takes checkpoints takes a final one before `finishing` is written (coordinator.cpp
+// finish): the output it prepares is what the sinks then publish, so a worker that dies while
+// they do is restarted by the running coordinator from that checkpoint, which publishes the
+// rest. Those records concern only a coordinator that died meanwhile.
+//
 // `streamctl restart` reads them (finish_state): no `finishing`, the job may run again from
 // its last checkpoint; `finishing` and every task's file, the job's output is complete and
 // nothing runs again; `finishing` with a task's file missing, that task may have published

@@ -2,6 +2,7 @@
 
 #include <deque>
 #include <map>
+#include <optional>
 #include <fstream>
 #include <sstream>
 
@@ -361,7 +362,7 @@ private:
 
   // The chain's state goes to the background writer; the barrier goes downstream after
   // everything emitted before it.
-  void take_checkpoint(const transport::BarrierPayload& barrier) {
+  void take_checkpoint(const transport::BarrierPayload& barrier, bool pass_barrier_on = true) {
     auto start = Clock::now();
     SnapshotJob job;
     job.checkpoint_id = barrier.checkpoint_id;
@@ -380,7 +381,7 @@ private:
       referenced_files_[barrier.checkpoint_id] = source->referenced_files();
     if (!snapshot_writer_) snapshot_writer_ = std::make_unique<AsyncSnapshotWriter>();
     snapshot_writer_->submit(std::move(job));
-    router_->send_barrier(barrier);
+    if (pass_barrier_on) router_->send_barrier(barrier);
     log_.debug("checkpoint {}: state taken in {} ms", barrier.checkpoint_id,
                std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
   }
@@ -411,12 +412,22 @@ private:
   // #1264), whatever the linger. So a finished worker keeps its sockets open until the
   // coordinator releases it, which it does once every task has finished, that is once every
   // end-of-input has been read.
+  //
+  // Meanwhile the job's final checkpoint (a TRIGGER marked final, sent to every task once all
+  // have finished) snapshots what the end of input left: the sources' end positions, the state
+  // the operators keep, and the sink's output since the last checkpoint, prepared. Its COMMIT
+  // publishes that output, so a worker that dies while publishing it is restarted from this
+  // checkpoint and publishes the rest, rather than the job failing with part of its output out.
   void await_release() {
     for (;;) {
       report_snapshots();
       auto message = receive_control(std::chrono::milliseconds(200));
       if (message && message->type == "RELEASE") return;
       if (message) handle_control(*message);
+      if (final_trigger_) {
+        take_checkpoint(*final_trigger_, /*pass_barrier_on=*/false);
+        final_trigger_.reset();
+      }
     }
   }
 
@@ -490,6 +501,13 @@ private:
     if (message.type == "HALT") throw Halted{};
     if (message.type == "STOP") stop_requested_ = true;
     if (message.type == "RESUME" && !exhausted_) source_halted_ = false;
+    if (message.type == "TRIGGER" && chain_ && message.get("final") == "1") {
+      transport::BarrierPayload barrier;
+      barrier.checkpoint_id = static_cast<std::uint64_t>(message.get_int("checkpoint", 0));
+      barrier.directory = message.get("dir");
+      if (barrier.checkpoint_id > 0 && !barrier.directory.empty()) final_trigger_ = std::move(barrier);
+      return;
+    }
     if (message.type == "TRIGGER" && chain_ && chain_->source() != nullptr) {
       Trigger t;
       t.barrier.checkpoint_id = static_cast<std::uint64_t>(message.get_int("checkpoint", 0));
@@ -533,6 +551,7 @@ private:
     bool stop = false; // a savepoint that stops the job: the source emits nothing after it
   };
   std::deque<Trigger> triggers_;
+  std::optional<transport::BarrierPayload> final_trigger_; // the job's final checkpoint
   std::unique_ptr<AsyncSnapshotWriter> snapshot_writer_;
   std::map<std::uint64_t, std::vector<std::string>> referenced_files_; // by checkpoint, until reported
   std::unique_ptr<LivenessBeacon> beacon_;

@@ -18,7 +18,9 @@ $1
 TOML
 }
 pipeline "" >"$WORK/plain.toml"
-pipeline $'[checkpoint]\ninterval = "10s"' >"$WORK/checkpointed.toml"
+# With checkpoints the last output is published after a final checkpoint, and a sink that
+# fails then is restarted from it per [restart] (here: not at all).
+pipeline $'[checkpoint]\ninterval = "10s"\n[restart]\nstrategy = "none"' >"$WORK/checkpointed.toml"
 
 for job in plain checkpointed; do
   set +e
@@ -27,6 +29,6 @@ for job in plain checkpointed; do
   set -e
   assert_eq 1 "$code" "exit status of the $job job writing to /dev/full"
   assert_contains "$WORK/err" "No space left on device"
+  if [[ $job == checkpointed ]]; then assert_contains "$WORK/err" "before it had published the job's final output"; fi
 done
-assert_contains "$WORK/err" "could not be published"
 assert_no_processes_left
