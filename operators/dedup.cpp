@@ -6,6 +6,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "operators/bad_record.hpp"
 #include "operators/bloom_filter.hpp"
 #include "operators/key_fields.hpp"
 #include "pipeline/spec/pipeline_spec.hpp"
@@ -69,7 +70,10 @@ public:
         t = *now;
         uses_processing_time_ = true;
       }
-      key_.encode(record, *ctx_.names, key_bytes_);
+      if (!key_.encode(record, *ctx_.names, key_bytes_)) {
+        report_bad_record(ctx_, record, key_.error());
+        continue;
+      }
       const std::uint64_t hash = state::hash_key_bytes(key_bytes_);
       bool keep = config_.bloom ? keep_bloom(hash, t) : keep_exact(hash, t, processing_time);
       if (keep) out.add_shared(record);

@@ -10,28 +10,50 @@ bool KeyFields::is_keyed(const pipeline::NodeSpec& node) { return node.config.co
 KeyFields KeyFields::from_node(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
                                state::FieldNames& names) {
   KeyFields key;
+  auto where = [&] { return pipeline::position_of(spec, node, "key") + ": node '" + node.name + "': "; };
   if (const auto* list = node.config["key"].as_array())
-    for (const auto& f : *list) key.fields_.push_back(names.intern(f.value_or(std::string())));
-  if (key.fields_.empty())
-    throw Error(ErrorKind::Usage, pipeline::position_of(spec, node, "key") + ": node '" + node.name +
-                                      "': 'key' needs at least one field");
-  key.values_.resize(key.fields_.size());
+    for (const auto& entry : *list) {
+      std::string text = entry.value_or(std::string());
+      try {
+        auto expression = pipeline::Expression::compile(text, names);
+        auto reference = expression.field_reference();
+        if (reference && reference->top_level) {
+          key.output_names_.push_back(names.intern(reference->name));
+          key.expressions_.emplace_back(std::nullopt);
+          continue;
+        }
+        key.output_names_.push_back(names.intern(reference ? reference->name : text));
+        key.expressions_.emplace_back(std::move(expression));
+      } catch (const pipeline::ExpressionError& e) {
+        throw Error(ErrorKind::Usage, where() + "key '" + text + "' is not a field name or an expression: " +
+                                          e.what() + " (at offset " + std::to_string(e.offset()) + ")");
+      }
+    }
+  if (key.output_names_.empty()) throw Error(ErrorKind::Usage, where() + "'key' needs at least one field");
+  key.values_.resize(key.output_names_.size());
+  key.eval_.arena = key.scratch_.get();
   return key;
 }
 
-void KeyFields::encode(const state::Record& record, const state::FieldNames& names, std::string& out) {
-  for (std::size_t k = 0; k < fields_.size(); ++k) {
-    const state::Value* v = record.find(fields_[k]);
-    values_[k] = v ? *v : state::Value::null();
+bool KeyFields::encode(const state::Record& record, const state::FieldNames& names, std::string& out) {
+  bool ok = true;
+  scratch_->reset();
+  for (std::size_t k = 0; k < output_names_.size(); ++k) {
+    if (!expressions_[k]) {
+      const state::Value* v = record.find(output_names_[k]);
+      values_[k] = v ? *v : state::Value::null();
+    } else if (!expressions_[k]->eval(record, eval_, values_[k])) {
+      values_[k] = state::Value::null();
+      ok = false;
+    }
   }
   state::encode_key(values_, names, out);
+  return ok;
 }
 
-void KeyFields::append_fields(const state::Record& record, state::RecordBuilder& builder) const {
-  for (auto field : fields_) {
-    const state::Value* v = record.find(field);
-    builder.append(field, v ? *v : state::Value::null());
-  }
+void KeyFields::append_fields(state::RecordBuilder& builder, state::Batch& out) const {
+  for (std::size_t k = 0; k < output_names_.size(); ++k)
+    builder.append(output_names_[k], expressions_[k] ? out.copy_value(values_[k]) : values_[k]);
 }
 
 } // namespace streamctl::operators

@@ -1,31 +1,58 @@
 #pragma once
-// The `key = [...]` of a keyed node: which fields form a record's key, their canonical bytes
+// The `key = [...]` of a keyed node: what forms a record's key, its canonical bytes
 // (state/key_codec.hpp) for hashing and state, and the key fields of output rows.
+//
+// Each entry is an expression (SPEC §5): most often a field name ("user", "geo.city",
+// "`odd name`"), read straight from the record; otherwise evaluated per record
+// ("seq % 1000", "lower(user)"). An output row's key field is named after the field, or after
+// the expression's text. An expression that fails on a record (a type error) makes encode()
+// return false: the operator reports the record as bad, the router files it under the null key.
+//
+// Not thread-safe: one per task thread (it keeps scratch space).
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "pipeline/spec/expression.hpp"
 #include "pipeline/spec/pipeline_spec.hpp"
+#include "state/arena.hpp"
 #include "state/batch.hpp"
 
 namespace streamctl::operators {
 
 class KeyFields {
 public:
-  // Throws Error(Usage) when `key` is empty.
+  // Throws Error(Usage), naming the position of `key`, when it is empty or an entry is not a
+  // valid expression.
   static KeyFields from_node(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
                              state::FieldNames& names);
   // Whether the node is keyed at all (has a `key`).
   static bool is_keyed(const pipeline::NodeSpec& node);
 
-  // The key's canonical bytes; a missing field counts as null.
-  void encode(const state::Record& record, const state::FieldNames& names, std::string& out);
-  // Appends the key fields, as the record has them (null when missing), to `builder`.
-  void append_fields(const state::Record& record, state::RecordBuilder& builder) const;
+  // The key's canonical bytes; a missing field counts as null. False when a key expression
+  // failed on the record (error() says why); `out` then holds the key with null in its place.
+  bool encode(const state::Record& record, const state::FieldNames& names, std::string& out);
+  const std::string& error() const { return eval_.error; }
+  // Appends the key fields of the record last given to encode() to `builder`; values that
+  // an expression made are copied into `out`, the batch the row goes to.
+  void append_fields(state::RecordBuilder& builder, state::Batch& out) const;
+  // The names of the key fields of output rows, in order.
+  const std::vector<state::FieldId>& output_names() const { return output_names_; }
+
+  KeyFields(KeyFields&&) noexcept = default;
+  KeyFields& operator=(KeyFields&&) noexcept = default;
 
 private:
-  std::vector<state::FieldId> fields_;
-  std::vector<state::Value> values_; // scratch
+  KeyFields() = default;
+
+  std::vector<state::FieldId> output_names_;
+  // By entry: nullopt where the entry is a top-level field, read as output_names_[k].
+  std::vector<std::optional<pipeline::Expression>> expressions_;
+  std::vector<state::Value> values_; // of the last record encoded
+  std::unique_ptr<state::Arena> scratch_ = std::make_unique<state::Arena>(1024);
+  pipeline::EvalContext eval_;
 };
 
 } // namespace streamctl::operators

@@ -26,7 +26,7 @@ std::optional<PartitionKey> PartitionKey::for_input(const pipeline::PipelineSpec
 void PartitionKey::encode(const state::Record& record, const state::FieldNames& names,
                           std::string& out) {
   if (fields_) {
-    fields_->encode(record, names, out);
+    fields_->encode(record, names, out); // a failed key expression: the null key (the operator reports it)
     return;
   }
   scratch_->reset();

@@ -81,7 +81,10 @@ public:
     eval_.now_ms = now;
     if (ttl_ms_ > 0 && now - last_sweep_ >= ttl_ms_ / 2 + 1) expire(now);
     for (const auto& record : in) {
-      key_.encode(record, *ctx_.names, key_bytes_);
+      if (!key_.encode(record, *ctx_.names, key_bytes_)) {
+        report_bad_record(ctx_, record, key_.error());
+        continue;
+      }
       std::uint64_t hash = state::hash_key_bytes(key_bytes_);
       bool inserted = false;
       Row& row = rows_->get_or_insert(key_bytes_, hash, &inserted);
@@ -93,7 +96,7 @@ public:
       }
       row.touch(now);
       builder_.reset();
-      key_.append_fields(record, builder_);
+      key_.append_fields(builder_, out);
       aggregates_.emit(row.block(), builder_, out);
       builder_.set_timestamp(record.timestamp);
       builder_.finish(out);

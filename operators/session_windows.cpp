@@ -111,7 +111,10 @@ public:
         out_of_range(record, t);
         continue;
       }
-      key_.encode(record, *ctx_.names, key_bytes_);
+      if (!key_.encode(record, *ctx_.names, key_bytes_)) {
+        report_bad_record(ctx_, record, key_.error());
+        continue;
+      }
       const std::uint64_t hash = state::hash_key_bytes(key_bytes_);
       const std::int64_t end = t + window_.gap;
       SessionMap& map = event ? *event_sessions_ : *processing_sessions_;

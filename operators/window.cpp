@@ -277,6 +277,7 @@ public:
         late_record(in, record, retained);
         continue;
       }
+      if (p.action == Action::BadKey) continue; // reported by plan()
       // Processing-time windows are never late: a record's windows contain its arrival.
       const std::int64_t lateness = p.event ? window_.allowed_lateness : 0;
       const std::int64_t watermark = p.event ? watermark_ : INT64_MIN;
@@ -444,7 +445,7 @@ private:
   // How many windows' slots to have loading ahead of the one being updated.
   static constexpr std::int64_t prefetch_windows = 8;
 
-  enum class Action : std::uint8_t { Add, Late, OutOfRange };
+  enum class Action : std::uint8_t { Add, Late, OutOfRange, BadKey };
   // What the first pass over a batch found out about one record.
   struct Pending {
     std::int64_t t;          // event time, or processing time at arrival
@@ -497,7 +498,11 @@ private:
         continue;
       }
       p.action = Action::Add;
-      key_.encode(record, *ctx_.names, key_bytes_);
+      if (!key_.encode(record, *ctx_.names, key_bytes_)) {
+        report_bad_record(ctx_, record, key_.error());
+        p.action = Action::BadKey;
+        continue;
+      }
       p.key_begin = static_cast<std::uint32_t>(keys_.size());
       p.key_size = static_cast<std::uint32_t>(key_bytes_.size());
       keys_ += key_bytes_;
@@ -607,14 +612,6 @@ private:
   std::string map_key_;          // scratch
 };
 
-std::vector<state::FieldId> key_names_of(const pipeline::NodeSpec& node, state::FieldNames& names) {
-  std::vector<state::FieldId> ids;
-  if (const auto* list = node.config["key"].as_array())
-    for (const auto& f : *list)
-      ids.push_back(names.intern(f.value_or(std::string())));
-  return ids;
-}
-
 [[noreturn]] void usage_error(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
                               std::string_view key, const std::string& message) {
   throw Error(ErrorKind::Usage, pipeline::position_of(spec, node, key) + ": operator '" +
@@ -702,8 +699,10 @@ std::unique_ptr<Operator> make_window(const pipeline::PipelineSpec& spec,
     usage_error(spec, node, "aggregates", e.what());
   }
 
-  WindowSettings settings{KeyFields::from_node(spec, node, names),
-                          key_names_of(node, names),
+  KeyFields key = KeyFields::from_node(spec, node, names);
+  std::vector<state::FieldId> key_names = key.output_names();
+  WindowSettings settings{std::move(key),
+                          std::move(key_names),
                           std::move(*aggregates),
                           window,
                           names.intern("window_start"),

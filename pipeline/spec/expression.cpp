@@ -393,6 +393,11 @@ Expression Expression::compile(std::string_view text, state::FieldNames& names) 
   return e;
 }
 
+std::optional<Expression::FieldReference> Expression::field_reference() const {
+  if (!root_ || !root_->root || root_->root->op != expr::Op::Field) return std::nullopt;
+  return FieldReference{root_->root->name, root_->root->path.size() == 1};
+}
+
 bool Expression::eval(const state::Record& record, EvalContext& ctx, Value& out) const {
   if (!root_ || !root_->root) {
     ctx.error = "expression is empty (moved from)";

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -55,6 +56,14 @@ public:
   bool eval_predicate(const state::Record& record, EvalContext& ctx, bool& out) const;
 
   const std::string& text() const { return text_; }
+  // When the whole expression is one field reference: its name as written, without
+  // backticks ("user", "geo.city", "odd name"); `top_level` says whether it names a field of
+  // the record itself rather than one in a nested map.
+  struct FieldReference {
+    std::string name;
+    bool top_level = false;
+  };
+  std::optional<FieldReference> field_reference() const;
   // Top-level field names the expression reads (for documentation and planning).
   const std::vector<std::string>& fields() const { return fields_; }
 

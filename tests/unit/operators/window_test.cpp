@@ -632,3 +632,14 @@ TEST_CASE("windows match a direct computation, at any batch size and parallelism
     CHECK(h.errors.errors.empty());
   }
 }
+
+TEST_CASE("a window keyed by an expression groups by its value", "[operators][window][key]") {
+  Harness h(single_operator_pipeline("type = \"window\"\nkey = [\"k % 2\"]\nwindow = { kind = \"tumbling\", size = \"1s\" }"
+                                     "\naggregates = { n = \"count()\" }\n"));
+  OperatorRun run(h, "op");
+  run.records({R"j({"ts":1,"k":1})j", R"j({"ts":2,"k":3})j", R"j({"ts":3,"k":4})j", R"j({"ts":4,"k":"x"})j"});
+  run.finish();
+  CHECK(sorted(run.out) == sorted({R"j({"k % 2":1,"window_start":0,"window_end":1000,"n":2})j",
+                                   R"j({"k % 2":0,"window_start":0,"window_end":1000,"n":1})j"}));
+  REQUIRE(h.errors.errors.size() == 1); // "x" % 2
+}
