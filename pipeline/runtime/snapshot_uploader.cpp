@@ -1,5 +1,6 @@
 #include "pipeline/runtime/snapshot_uploader.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -8,6 +9,9 @@
 #include <cstring>
 #include <fstream>
 #include <vector>
+
+#include <signal.h>
+#include <unistd.h>
 
 #include <xxhash.h>
 
@@ -50,9 +54,25 @@ Result<std::pair<std::uint64_t, std::string>> size_and_hash(const std::filesyste
 
 } // namespace
 
+// Staging dirs of workers that were killed (kill -9, a host's OOM killer) and so could not
+// remove theirs: named after their pid, which no longer runs.
+void remove_orphaned_staging_dirs(const std::filesystem::path& tmp) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(tmp, ec)) {
+    std::string name = entry.path().filename().string();
+    const std::string prefix = "streamctl-snapshots-";
+    if (name.rfind(prefix, 0) != 0) continue;
+    long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
+    if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    std::filesystem::remove_all(entry.path(), ec);
+  }
+}
+
 StagingDir::StagingDir() {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/streamctl-snapshots.XXXXXX";
+  const char* env = std::getenv("TMPDIR");
+  std::filesystem::path tmp = env && *env ? env : "/tmp";
+  remove_orphaned_staging_dirs(tmp);
+  std::string pattern = (tmp / ("streamctl-snapshots-" + std::to_string(::getpid()) + ".XXXXXX")).string();
   if (::mkdtemp(pattern.data()) == nullptr)
     throw Error(ErrorKind::Internal, "cannot make a staging directory for snapshots like '" +
                                          pattern + "': " + std::strerror(errno));

@@ -20,8 +20,9 @@
 
 namespace streamctl::runtime {
 
-// A directory of this process's own under $TMPDIR (or /tmp), made at construction and
-// removed, with whatever is left in it, at destruction.
+// A directory of this process's own under $TMPDIR (or /tmp), streamctl-snapshots-PID.XXXXXX,
+// made at construction and removed, with whatever is left in it, at destruction. Making one
+// also removes those of processes that no longer run (a worker killed with kill -9).
 class StagingDir {
 public:
   // Throws Error(Internal) naming the place when it cannot be made.

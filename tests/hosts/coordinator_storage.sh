@@ -32,12 +32,12 @@ dir = "$CK"
 [sources.gen]
 type = "generator"
 profile = "counter"
-count = 300000
-rate = 60000
+count = 400000
+rate = 100000
 [operators.keyed]
 type = "map"
 inputs = ["gen"]
-set = { k = "seq % 250000" }
+set = { k = "seq % 400000" }
 [operators.per_key]
 type = "reduce"
 inputs = ["keyed"]
@@ -77,7 +77,7 @@ check_hosts_private() {
     [[ -z $(host_exec "$host" ls -A "$WORK/disk") ]] || fail "$host wrote into its own $WORK/disk: $(host_exec "$host" ls -A "$WORK/disk")"
     host_wait_only_sshd "$host" 10 || fail "processes left on $host"
   done
-  compgen -G "${TMPDIR:-/tmp}/streamctl-snapshots.*" >/dev/null && fail "staging dirs left: $(ls -d "${TMPDIR:-/tmp}"/streamctl-snapshots.*)"
+  compgen -G "${TMPDIR:-/tmp}/streamctl-snapshots-*" >/dev/null && fail "staging dirs left: $(ls -d "${TMPDIR:-/tmp}"/streamctl-snapshots-*)"
   return 0
 }
 
@@ -97,6 +97,7 @@ assert_contains "$WORK/err" "h1: "
 assert_contains "$WORK/err" "h2: "
 grep -q "checkpoint [0-9]* complete" "$WORK/err" || fail "no checkpoint completed: $(grep -i checkpoint "$WORK/err" | tail -5)"
 n=$(check_snapshots "$CK/periodic")
+ls -l "$CK/periodic"/chk-*/
 [[ $n -ge 1 ]] || fail "no completed checkpoint in $CK/periodic: $(ls -R "$CK/periodic")"
 check_exact "$WORK/periodic" "periodic checkpoints with storage = \"coordinator\""
 check_hosts_private
@@ -116,11 +117,12 @@ echo "savepoint on exit: complete"
 run_expect 2 "$STREAMCTL" run "$WORK/onexit.toml" --from-savepoint "$(ls -d "$CK/onexit"/savepoint-*)"
 assert_contains "$WORK/err" 'storage = "shared"'
 
-# Waits for a .part file in ROOT/chk-ID (an upload in progress); prints its path.
+# Waits for a .part file of a keyed task (chain 1, whose state is megabytes) in ROOT/chk-ID: an
+# upload in progress. Prints its path.
 await_upload() { # ROOT ID SECONDS
   local deadline=$((SECONDS + $3)) found
   while ((SECONDS < deadline)); do
-    for found in "$1"/chk-"$2"/*.part; do
+    for found in "$1"/chk-"$2"/chain-1-subtask-*.part; do
       [[ -e $found ]] && { echo "$found"; return 0; }
     done
   done
@@ -142,7 +144,7 @@ uploader_of() { # NAME PIDS...
   shift
   for p in "$@"; do
     for fd in /proc/"$p"/fd/*; do
-      [[ $(readlink "$fd" 2>/dev/null) == */streamctl-snapshots.*/"$name" ]] && { echo "$p"; return 0; }
+      [[ $(readlink "$fd" 2>/dev/null) == */streamctl-snapshots-*/"$name" ]] && { echo "$p"; return 0; }
     done
   done
   return 1
