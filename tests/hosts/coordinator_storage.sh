@@ -26,18 +26,18 @@ name = "$1"
 parallelism = 2
 $3
 [checkpoint]
-interval = "1500ms"
+interval = "2s"
 timeout = "3s"
 dir = "$CK"
 [sources.gen]
 type = "generator"
 profile = "counter"
-count = 400000
-rate = 100000
+count = 600000
+rate = 150000
 [operators.keyed]
 type = "map"
 inputs = ["gen"]
-set = { k = "seq % 400000" }
+set = { k = "seq % 600000" }
 [operators.per_key]
 type = "reduce"
 inputs = ["keyed"]
@@ -97,7 +97,7 @@ assert_contains "$WORK/err" "h1: "
 assert_contains "$WORK/err" "h2: "
 grep -q "checkpoint [0-9]* complete" "$WORK/err" || fail "no checkpoint completed: $(grep -i checkpoint "$WORK/err" | tail -5)"
 n=$(check_snapshots "$CK/periodic")
-ls -l "$CK/periodic"/chk-*/
+ls -l "$CK/periodic"/chk-*/ | grep snap
 [[ $n -ge 1 ]] || fail "no completed checkpoint in $CK/periodic: $(ls -R "$CK/periodic")"
 check_exact "$WORK/periodic" "periodic checkpoints with storage = \"coordinator\""
 check_hosts_private
@@ -154,9 +154,11 @@ uploader_of() { # NAME PIDS...
 pipeline stopped "$WORK/stopped" "$cluster" >"$WORK/stopped.toml"
 "$STREAMCTL" -vv run "$WORK/stopped.toml" >"$WORK/stopped.out" 2>"$WORK/stopped.log" &
 job=$!
-part=$(await_upload "$CK/stopped" 1 60) || fail "no upload seen for checkpoint 1: $(tail -5 "$WORK/stopped.log")"
+# The pids first, so that the stop follows the sight of the upload at once.
+wait_for_text "$WORK/stopped.log" "records flowing" 60
 pids=$(remote_workers)
 [[ -n $pids ]] || fail "no remote worker found"
+part=$(await_upload "$CK/stopped" 1 60) || fail "no upload seen for checkpoint 1: $(tail -5 "$WORK/stopped.log")"
 kill -STOP $pids
 echo "stopped $(echo $pids | wc -w) remote worker(s) while $part was arriving"
 wait_for_text "$WORK/stopped.log" "checkpoint 1 failed" 20
@@ -173,9 +175,10 @@ echo "SIGSTOP mid-upload: checkpoint 1 given up, output exact"
 pipeline killed "$WORK/killed" "$cluster" >"$WORK/killed.toml"
 "$STREAMCTL" -vv run "$WORK/killed.toml" >"$WORK/killed.out" 2>"$WORK/killed.log" &
 job=$!
+wait_for_text "$WORK/killed.log" "records flowing" 60
+pids=$(remote_workers)
 part=$(await_upload "$CK/killed" 1 60) || fail "no upload seen for checkpoint 1: $(tail -5 "$WORK/killed.log")"
 # Every remote worker holds still while the one uploading is found (its staged file is open).
-pids=$(remote_workers)
 kill -STOP $pids
 name=$(basename "$part" .part)
 victim=$(uploader_of "$name" $pids) || { kill -CONT $pids; fail "the upload of $name ended before it could be caught"; }
