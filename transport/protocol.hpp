@@ -10,6 +10,7 @@
 
 namespace streamctl::transport {
 
-inline constexpr int kProtocolVersion = 1;
+// 2: snapshot uploads to the coordinator (SNAPSHOT_PART, SNAPSHOT_END and their replies).
+inline constexpr int kProtocolVersion = 2;
 
 } // namespace streamctl::transport

@@ -4,7 +4,8 @@
 
 namespace streamctl::runtime {
 
-AsyncSnapshotWriter::AsyncSnapshotWriter() : thread_([this] { run(); }) {}
+AsyncSnapshotWriter::AsyncSnapshotWriter(SnapshotUploader* uploader)
+    : uploader_(uploader), thread_([this] { run(); }) {}
 
 AsyncSnapshotWriter::~AsyncSnapshotWriter() {
   {
@@ -12,6 +13,7 @@ AsyncSnapshotWriter::~AsyncSnapshotWriter() {
     stopping_ = true;
     queue_.clear();
   }
+  cancel_upload_.store(true, std::memory_order_relaxed);
   wake_.notify_one();
   thread_.join();
 }
@@ -42,10 +44,23 @@ void AsyncSnapshotWriter::run() {
       queue_.pop_front();
     }
     SnapshotWritten written = write(job);
+    if (uploader_) upload(job, written);
     std::lock_guard lock(mutex_);
     completed_.push_back(std::move(written));
     has_completed_.store(true, std::memory_order_release);
   }
+}
+
+// The file goes to the coordinator, and from the staging directory whatever happened.
+void AsyncSnapshotWriter::upload(const SnapshotJob& job, SnapshotWritten& written) {
+  if (written.error.empty()) {
+    auto start = std::chrono::steady_clock::now();
+    if (auto ok = uploader_->upload(job.path, job.checkpoint_id, cancel_upload_); !ok)
+      written.error = "cannot send " + written.file_name + " to the coordinator: " + ok.error();
+    written.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  std::error_code ec;
+  std::filesystem::remove(job.path, ec);
 }
 
 SnapshotWritten AsyncSnapshotWriter::write(SnapshotJob& job) {

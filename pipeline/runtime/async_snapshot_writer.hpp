@@ -3,8 +3,12 @@
 // (state/snapshot_format.hpp), so that the task goes on processing records while its state
 // goes to disk (SPEC §7: the asynchronous part of a checkpoint, as Flink's).
 //
-// Threading: submit() and take_completed() are called from the task thread; the writing
-// happens on the writer's own thread. Jobs are written in the order submitted.
+// With [checkpoint] storage = "coordinator", the file is written into a private staging
+// directory and sent to the coordinator from this same thread (snapshot_uploader.hpp); it
+// counts as written once the coordinator has stored it, and is removed here either way.
+//
+// Threading: submit() and take_completed() are called from the task thread; the writing (and
+// uploading) happens on the writer's own thread. Jobs are written in the order submitted.
 
 #include <atomic>
 #include <condition_variable>
@@ -16,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "pipeline/runtime/snapshot_uploader.hpp"
 #include "pipeline/runtime/task_chain.hpp"
 #include "state/snapshot_format.hpp"
 
@@ -23,7 +28,7 @@ namespace streamctl::runtime {
 
 struct SnapshotJob {
   std::uint64_t checkpoint_id = 0;
-  std::filesystem::path path; // the snapshot file to write
+  std::filesystem::path path; // the snapshot file to write (in the staging dir when uploading)
   state::SnapshotHeader header;
   std::vector<SnapshotSegment> segments;
 };
@@ -34,14 +39,15 @@ struct SnapshotWritten {
   std::uint64_t bytes = 0;   // size of the file
   std::uint64_t raw_bytes = 0;
   double seconds = 0;        // time to compress and write
-  std::string error;         // empty when the file is durable
+  std::string error;         // empty when the file is durable (stored by the coordinator)
 };
 
 class AsyncSnapshotWriter {
 public:
-  AsyncSnapshotWriter();
-  // Finishes the file in hand (a half-written one is removed by SnapshotWriter) and drops
-  // the ones still queued.
+  // `uploader`: send each file to the coordinator once written; it must outlive this object.
+  explicit AsyncSnapshotWriter(SnapshotUploader* uploader = nullptr);
+  // Finishes the file in hand (a half-written one is removed by SnapshotWriter), cuts short an
+  // upload in progress, and drops the files still queued.
   ~AsyncSnapshotWriter();
   AsyncSnapshotWriter(const AsyncSnapshotWriter&) = delete;
   AsyncSnapshotWriter& operator=(const AsyncSnapshotWriter&) = delete;
@@ -53,6 +59,7 @@ public:
 private:
   void run();
   static SnapshotWritten write(SnapshotJob& job);
+  void upload(const SnapshotJob& job, SnapshotWritten& written);
 
   std::mutex mutex_;
   std::condition_variable wake_;
@@ -60,6 +67,8 @@ private:
   std::vector<SnapshotWritten> completed_;
   std::atomic<bool> has_completed_{false};
   bool stopping_ = false;
+  std::atomic<bool> cancel_upload_{false};
+  SnapshotUploader* uploader_;
   std::thread thread_;
 };
 

@@ -97,6 +97,16 @@ public:
   void on_source_exhausted();
 
   bool pending() const { return pending_.has_value(); }
+  // The checkpoint or savepoint being taken now and its directory, if any: where the
+  // workers' snapshot files go (snapshot_receiver.hpp, when they come over the control link).
+  struct InFlight {
+    std::uint64_t id = 0;
+    std::filesystem::path dir;
+  };
+  std::optional<InFlight> in_flight() const {
+    if (!pending_) return std::nullopt;
+    return InFlight{pending_->id, pending_->request.dir};
+  }
   bool savepoint_in_progress() const { return pending_ && pending_->request.savepoint; }
   std::size_t exhausted_sources() const { return exhausted_sources_; }
   const std::optional<std::filesystem::path>& latest_completed() const { return latest_completed_; }

@@ -130,6 +130,20 @@ std::string task_snapshot_file(int chain, int subtask) {
   return "chain-" + std::to_string(chain) + "-subtask-" + std::to_string(subtask) + ".snap";
 }
 
+bool is_task_snapshot_file(std::string_view name) {
+  // Digits, then `literal`, consumed from the front of `name`.
+  auto number_then = [&name](std::string_view literal) {
+    std::size_t digits = 0;
+    while (digits < name.size() && digits < 10 && name[digits] >= '0' && name[digits] <= '9') ++digits;
+    if (digits == 0 || name.substr(digits, literal.size()) != literal) return false;
+    name.remove_prefix(digits + literal.size());
+    return true;
+  };
+  if (name.substr(0, 6) != "chain-") return false;
+  name.remove_prefix(6);
+  return number_then("-subtask-") && number_then(".snap") && name.empty();
+}
+
 Result<void> write_metadata(const fs::path& dir, const CheckpointMetadata& m) {
   toml::table root;
   root.insert("format", "streamctl-checkpoint");

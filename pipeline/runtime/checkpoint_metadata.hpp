@@ -55,6 +55,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pipeline/spec/pipeline_spec.hpp"
@@ -91,6 +92,9 @@ std::filesystem::path checkpoint_root(const pipeline::PipelineSpec& spec, const 
 
 // The file name of a task's snapshot in a checkpoint directory.
 std::string task_snapshot_file(int chain, int subtask);
+// Whether `name` is exactly such a name ("chain-C-subtask-S.snap", decimal C and S): what a
+// file sent by a worker may be called (snapshot_receiver.hpp), never a path.
+bool is_task_snapshot_file(std::string_view name);
 
 // Writes dir/_metadata durably, in the current version (2), with `chains` counted from the
 // tasks' distinct node lists and the checksum line. The directory's task files must already be

@@ -39,7 +39,7 @@ void ClientCommands::handle(const std::string& identity, const transport::Contro
 
 void ClientCommands::request_rescale(const std::string& client, const std::string& changes) {
   auto next = plan_rescale(job_, changes, limits_);
-  if (next && no_savepoints_) next = Failure{*no_savepoints_};
+  if (next && no_rescale_) next = Failure{*no_rescale_};
   if (next && placement_check_)
     if (auto why = placement_check_(*next)) next = Failure{*why};
   if (!next) {
@@ -65,12 +65,6 @@ void ClientCommands::request_rescale(const std::string& client, const std::strin
 // `streamctl savepoint JOB [--dir]`, and `stop JOB` (a savepoint, then the job halts).
 void ClientCommands::request_savepoint(const std::string& client, const std::string& dir,
                                        bool stop_after) {
-  if (no_savepoints_) {
-    control_.send(client, transport::ControlMessage{"ERROR", {}}
-                              .set("message", *no_savepoints_)
-                              .set("usage", "1"));
-    return;
-  }
   if (auto busy = why_no_savepoint_now()) {
     control_.send(client, transport::ControlMessage{"ERROR", {}}.set("message", *busy));
     return;

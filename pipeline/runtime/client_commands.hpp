@@ -51,9 +51,9 @@ public:
   using PlacementCheck = std::function<std::optional<std::string>(const LoadedJob&)>;
   void set_placement_check(PlacementCheck check) { placement_check_ = std::move(check); }
 
-  // Savepoints (savepoint, stop, rescale) that can never be taken in this job, and why: they
-  // are refused as a usage error (exit 2).
-  void refuse_savepoints(std::string why) { no_savepoints_ = std::move(why); }
+  // A rescale can never be done in this job (it restores from its savepoint), and why: it is
+  // refused as a usage error (exit 2) before the savepoint stops anything.
+  void refuse_rescale(std::string why) { no_rescale_ = std::move(why); }
 
   static bool is_client_command(const transport::ControlMessage& m);
   // `identity`: the client's ROUTER identity, to reply to.
@@ -73,7 +73,7 @@ private:
   JobControl& job_control_;
   spdlog::logger& log_;
   PlacementCheck placement_check_;
-  std::optional<std::string> no_savepoints_;
+  std::optional<std::string> no_rescale_;
 };
 
 } // namespace streamctl::runtime

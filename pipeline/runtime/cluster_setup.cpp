@@ -32,18 +32,19 @@ std::unique_ptr<Launcher> make_launcher(const pipeline::ClusterSpec& cluster, co
   return std::make_unique<ClusterLauncher>(std::move(local), std::make_unique<SshLauncher>(std::move(config)));
 }
 
-std::optional<std::string> why_no_savepoints(const pipeline::ClusterSpec& cluster) {
+std::optional<std::string> why_no_restore(const pipeline::ClusterSpec& cluster) {
   if (cluster.launcher == pipeline::LauncherKind::Local ||
       cluster.storage != pipeline::CheckpointStorage::Coordinator)
     return std::nullopt;
-  return "[checkpoint] storage = \"coordinator\" (the default with hosts) is not available in this "
-         "version of streamctl yet: set storage = \"shared\" and a [checkpoint] dir that every host "
-         "mounts at the same path";
+  return "restoring a job with hosts from a checkpoint or savepoint kept with [checkpoint] storage "
+         "= \"coordinator\" (the default with hosts) is not available in this version of "
+         "streamctl yet: for restarts, --from-savepoint, --resume and rescale set storage = "
+         "\"shared\" and a [checkpoint] dir that every host mounts at the same path";
 }
 
-void check_cluster_supported(const pipeline::ClusterSpec& cluster, bool takes_or_restores_snapshots) {
-  if (!takes_or_restores_snapshots) return;
-  if (auto why = why_no_savepoints(cluster)) throw Error(ErrorKind::Usage, *why);
+void check_cluster_supported(const pipeline::ClusterSpec& cluster, bool restores) {
+  if (!restores) return;
+  if (auto why = why_no_restore(cluster)) throw Error(ErrorKind::Usage, *why);
 }
 
 std::vector<std::string> place_tasks(const LoadedJob& job, const std::vector<HostInfo>& hosts) {

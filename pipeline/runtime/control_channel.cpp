@@ -43,7 +43,16 @@ std::optional<ControlChannel::Incoming> ControlChannel::receive() {
   zmq::message_t identity, body;
   if (!socket_.recv(identity, zmq::recv_flags::dontwait)) return std::nullopt;
   if (!socket_.recv(body, zmq::recv_flags::dontwait)) return std::nullopt;
-  return Incoming{identity.to_string(), transport::decode_control(body.to_string_view())};
+  Incoming in{identity.to_string(), transport::decode_control(body.to_string_view()), {}};
+  // ZeroMQ delivers a message's frames together: the rest is here already. Frames past the
+  // payload are no part of the protocol and are dropped, so they cannot pose as an identity.
+  for (bool more = body.more(), first = true; more; first = false) {
+    zmq::message_t extra;
+    if (!socket_.recv(extra, zmq::recv_flags::dontwait)) break;
+    more = extra.more();
+    if (first) in.payload = std::move(extra);
+  }
+  return in;
 }
 
 } // namespace streamctl::runtime

@@ -1,8 +1,9 @@
 #pragma once
 // The coordinator's control socket: one ROUTER that every worker's DEALER (identity
 // "task-N") and every one-request client of `streamctl status|stop|cancel|savepoint|rescale`
-// (job_client.hpp) connects to. Messages are transport::ControlMessage, one frame each after
-// the ROUTER's identity frame.
+// (job_client.hpp) connects to, and every snapshot upload's DEALER (identity "upload-...",
+// snapshot_upload_protocol.hpp). Messages are transport::ControlMessage, one frame each after
+// the ROUTER's identity frame; a snapshot part carries its bytes in one more frame.
 //
 // Not thread-safe: used by the coordinator's thread only (a ZeroMQ socket has one owner).
 
@@ -46,6 +47,7 @@ public:
   struct Incoming {
     std::string identity;
     std::optional<transport::ControlMessage> message; // none: malformed, to be skipped
+    zmq::message_t payload; // the frame after the message, if any (a snapshot part's bytes)
   };
   // The next message waiting, without blocking; none when nothing waits.
   std::optional<Incoming> receive();

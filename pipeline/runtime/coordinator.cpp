@@ -18,6 +18,7 @@
 #include "pipeline/runtime/job_status.hpp"
 #include "pipeline/runtime/local_launcher.hpp"
 #include "pipeline/runtime/signal_channel.hpp"
+#include "pipeline/runtime/snapshot_receiver.hpp"
 #include "pipeline/runtime/spool_janitor.hpp"
 #include "pipeline/runtime/supervisor.hpp"
 #include "pipeline/runtime/worker_bootstrap.hpp"
@@ -101,7 +102,11 @@ public:
     commands_ = std::make_unique<ClientCommands>(job_, options_.worker_limits, workers_,
                                                  *checkpoints_, control_, *state_, log_);
     if (!hosts_.empty())
-      if (auto why = why_no_savepoints(cluster_)) commands_->refuse_savepoints(*why);
+      if (auto why = why_no_restore(cluster_)) {
+        commands_->refuse_rescale(*why);
+        // The workers send their snapshot files here (snapshot_receiver.hpp).
+        snapshots_ = std::make_unique<SnapshotReceiver>(log_);
+      }
     commands_->set_placement_check([this](const LoadedJob& next) -> std::optional<std::string> {
       if (hosts_.empty()) return std::nullopt;
       try {
@@ -112,7 +117,7 @@ public:
       return std::nullopt;
     });
     supervisor_ = std::make_unique<Supervisor>(restart_, signals_, control_, workers_, *state_,
-                                               *checkpoints_, *commands_, log_);
+                                               *checkpoints_, *commands_, snapshots_.get(), log_);
 
     for (;;) {
       launch();
@@ -135,8 +140,7 @@ private:
   // placed on them and its keys made, before anything starts (exit 2 when one cannot be).
   void prepare_hosts() {
     if (cluster_.launcher == pipeline::LauncherKind::Local) return;
-    check_cluster_supported(cluster_, settings_.interval.count() > 0 || !options_.restore.empty() ||
-                                          options_.savepoint_on_exit);
+    check_cluster_supported(cluster_, !options_.restore.empty());
     hosts_ = launcher_->prepare();
     task_hosts_ = place_tasks(job_, hosts_);
     if (cluster_.encrypt) {
@@ -224,6 +228,13 @@ private:
     clear_final_publish(registration_->dir());
     ++attempt_;
     if (const auto& latest = checkpoints_->latest_completed()) restore_from_ = *latest;
+    if (!restore_from_.empty() && !hosts_.empty())
+      if (auto why = why_no_restore(cluster_)) {
+        // Starting afresh instead would publish again what the checkpoint's commit published.
+        state_->fail(state_->last_failure() + "; the job cannot restart from " +
+                     restore_from_.string() + ": " + *why);
+        return false;
+      }
     if (!replace_on_hosts_left()) return false;
     spool_janitor_->sweep_live(restore_from_);
     auto delay = restart_.delay_before(restarts);
@@ -420,6 +431,7 @@ private:
   std::unique_ptr<JobState> state_;
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
   std::unique_ptr<ClientCommands> commands_;
+  std::unique_ptr<SnapshotReceiver> snapshots_; // storage = "coordinator" with hosts
   std::unique_ptr<Supervisor> supervisor_;
   RefusalLog refusals_; // peers without the job's keys, refused by the control socket
   std::string control_endpoint_; // for clients (and local workers of a job without hosts)

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include "pipeline/runtime/job_metrics.hpp"
+#include "pipeline/runtime/snapshot_upload_protocol.hpp"
 
 namespace streamctl::runtime {
 
@@ -44,8 +45,25 @@ void Supervisor::dispatch(const ControlChannel::Incoming& in) {
   if (in.message->type == "ALIVE") control_.send(in.identity, transport::ControlMessage{"ALIVE_OK", {}});
   if (ClientCommands::is_client_command(*in.message))
     commands_.handle(in.identity, *in.message);
+  else if (is_snapshot_upload(in.message->type))
+    handle_upload(in);
   else
     handle_message(*in.message);
+}
+
+// A part or the end of a snapshot file a worker sends: accepted only for the checkpoint being
+// taken now, from the running attempt (snapshot_receiver.hpp).
+void Supervisor::handle_upload(const ControlChannel::Incoming& in) {
+  if (!snapshots_) {
+    control_.send(in.identity, transport::ControlMessage{"SNAPSHOT_ERROR", {}}.set(
+                                   "message", "this job's workers write their snapshots themselves"));
+    return;
+  }
+  std::optional<SnapshotReceiver::Accepting> accepting;
+  if (auto pending = checkpoints_.in_flight())
+    accepting = SnapshotReceiver::Accepting{workers_.attempt(), pending->id, pending->dir};
+  std::string_view payload(static_cast<const char*>(in.payload.data()), in.payload.size());
+  control_.send(in.identity, snapshots_->handle(in.identity, *in.message, payload, accepting));
 }
 
 // A message of a worker of the running attempt (older attempts' are dropped).

@@ -18,18 +18,20 @@
 #include "pipeline/runtime/control_channel.hpp"
 #include "pipeline/runtime/job_state.hpp"
 #include "pipeline/runtime/signal_channel.hpp"
+#include "pipeline/runtime/snapshot_receiver.hpp"
 #include "pipeline/runtime/worker_pool.hpp"
 
 namespace streamctl::runtime {
 
 class Supervisor {
 public:
-  // Every collaborator must outlive this object.
+  // Every collaborator must outlive this object. `snapshots`: where the workers' snapshot
+  // uploads go ([checkpoint] storage = "coordinator" with hosts); none: they are refused.
   Supervisor(const RestartSettings& restart, SignalChannel& signals, ControlChannel& control,
              WorkerPool& workers, JobState& state, CheckpointCoordinator& checkpoints,
-             ClientCommands& commands, spdlog::logger& log)
+             ClientCommands& commands, SnapshotReceiver* snapshots, spdlog::logger& log)
       : restart_(restart), signals_(signals), control_(control), workers_(workers), state_(state),
-        checkpoints_(checkpoints), commands_(commands), log_(log) {}
+        checkpoints_(checkpoints), commands_(commands), snapshots_(snapshots), log_(log) {}
 
   // Handles what arrives within `timeout`. False when the running attempt must end
   // (JobState::interrupted).
@@ -43,6 +45,7 @@ private:
   void drain_messages();
   void dispatch(const ControlChannel::Incoming& in);
   void handle_message(const transport::ControlMessage& m);
+  void handle_upload(const ControlChannel::Incoming& in);
   void handle_signal(int sig);
   bool can_stop_at_checkpoint() const;
   void reap_children();
@@ -54,6 +57,7 @@ private:
   JobState& state_;
   CheckpointCoordinator& checkpoints_;
   ClientCommands& commands_;
+  SnapshotReceiver* snapshots_;
   spdlog::logger& log_;
   int signals_received_ = 0; // SIGINT and SIGTERM so far
 };

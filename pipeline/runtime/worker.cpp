@@ -20,6 +20,7 @@
 #include "pipeline/runtime/liveness_beacon.hpp"
 #include "pipeline/runtime/output_router.hpp"
 #include "pipeline/runtime/runtime_settings.hpp"
+#include "pipeline/runtime/snapshot_uploader.hpp"
 #include "pipeline/runtime/spool_janitor.hpp"
 #include "pipeline/runtime/task_chain.hpp"
 #include "pipeline/runtime/watermark_tracker.hpp"
@@ -366,7 +367,7 @@ private:
     auto start = Clock::now();
     SnapshotJob job;
     job.checkpoint_id = barrier.checkpoint_id;
-    job.path = std::filesystem::path(barrier.directory) / task_snapshot_file(task_.chain, task_.subtask);
+    job.path = snapshot_dir(barrier) / task_snapshot_file(task_.chain, task_.subtask);
     job.header.job_name = job_->spec.name;
     job.header.checkpoint_id = barrier.checkpoint_id;
     job.header.created_at_ms = operators::wall_clock_ms();
@@ -379,11 +380,24 @@ private:
     job.segments = chain_->snapshot(barrier.checkpoint_id);
     if (const operators::Source* source = chain_->source())
       referenced_files_[barrier.checkpoint_id] = source->referenced_files();
-    if (!snapshot_writer_) snapshot_writer_ = std::make_unique<AsyncSnapshotWriter>();
+    if (!snapshot_writer_) snapshot_writer_ = std::make_unique<AsyncSnapshotWriter>(uploader_.get());
     snapshot_writer_->submit(std::move(job));
     if (pass_barrier_on) router_->send_barrier(barrier);
     log_.debug("checkpoint {}: state taken in {} ms", barrier.checkpoint_id,
                std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
+  }
+
+  // Where the snapshot file is written: the checkpoint's directory, or with
+  // [checkpoint] storage = "coordinator" a staging directory of this worker's own, from which
+  // the file travels to the coordinator (snapshot_uploader.hpp) before the ACK.
+  std::filesystem::path snapshot_dir(const transport::BarrierPayload& barrier) {
+    if (!options_.bootstrap || !options_.bootstrap->checkpoint_storage_coordinator) return barrier.directory;
+    if (!staging_) {
+      staging_ = std::make_unique<StagingDir>();
+      uploader_ = std::make_unique<SnapshotUploader>(context_, options_.coordinator, security_, options_.task,
+                                                     options_.attempt);
+    }
+    return staging_->path();
   }
 
   // Tells the coordinator which snapshot files are durable (ACK) or could not be written.
@@ -552,7 +566,9 @@ private:
   };
   std::deque<Trigger> triggers_;
   std::optional<transport::BarrierPayload> final_trigger_; // the job's final checkpoint
-  std::unique_ptr<AsyncSnapshotWriter> snapshot_writer_;
+  std::unique_ptr<StagingDir> staging_;             // storage = "coordinator": files before upload
+  std::unique_ptr<SnapshotUploader> uploader_;      // ... and what sends them
+  std::unique_ptr<AsyncSnapshotWriter> snapshot_writer_; // uses the two above
   std::map<std::uint64_t, std::vector<std::string>> referenced_files_; // by checkpoint, until reported
   std::unique_ptr<LivenessBeacon> beacon_;
   std::unique_ptr<WatermarkTracker> watermarks_;
