@@ -235,7 +235,7 @@ slurm_options = ["partition=x", "--", "-p debug", 4]
              "'cluster.slurm_options[0]' must be a salloc option like \"--partition=debug\" or "
              "\"-pdebug\", got 'partition=x'");
   CHECK_DIAG(r, "p.toml:17:33", "'cluster.slurm_options[1]' must be a salloc option");
-  CHECK_DIAG(r, "p.toml:17:51", "'cluster.slurm_options' must be an array of strings");
+  CHECK_DIAG(r, "p.toml:17:51", "'cluster.slurm_options[3]' must be a string, got integer");
   CHECK(r.diagnostics.size() == 4);
   r = load(head + "[cluster]\nlauncher = \"slurm\"\nnodes = \"3\"\nslurm_options = \"-pdebug\"\n");
   CHECK_DIAG(r, "p.toml:16:9", "'cluster.nodes' must be an integer, got string");
