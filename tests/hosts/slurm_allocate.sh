@@ -3,8 +3,9 @@
 # the keyed window job of slurm_keyed.sh gives exactly the output of the job on one host, with
 # [cluster] nodes = 3 and with --ntasks by the job's tasks; afterwards no job is left in the
 # queue (the allocation was released). kill -9 of the coordinator mid-job releases it too,
-# within a bounded wait. salloc's failures (a bad partition, more nodes than there are) refuse
-# the job (exit 2) in salloc's words.
+# within a bounded wait, and so does SIGINT. salloc's failures (a bad partition; more nodes
+# than there are, which Slurm queues until it is withdrawn at 60 s) refuse the job (exit 2) in
+# salloc's words.
 source "$SOURCE_DIR/tests/e2e/lib/common.bash"
 source "$SOURCE_DIR/tests/hosts/lib/hosts.bash"
 source "$SOURCE_DIR/tests/hosts/lib/slurm.bash"
@@ -81,9 +82,11 @@ assert_no_processes_left
 run_expect 2 "$STREAMCTL" run --launcher slurm --set 'cluster.slurm_options=["--partition=nope"]' "$WORK/keyed.toml"
 assert_contains "$WORK/err" "cannot get a Slurm allocation with \`salloc --ntasks=6 --partition=nope\`"
 assert_contains "$WORK/err" "invalid partition"
+# More nodes than the partition has: Slurm queues the request; not granted within 60 s, it is
+# withdrawn.
 run_expect 2 "$STREAMCTL" run --launcher slurm --set cluster.nodes=9 "$WORK/keyed.toml"
-assert_contains "$WORK/err" "salloc --nodes=9"
-assert_contains "$WORK/err" "node configuration is not available"
+assert_contains "$WORK/err" "salloc --nodes=9\`: salloc was granted no allocation within 60 s"
+assert_contains "$WORK/err" "Pending job allocation"
 queue_empty_within 10 || fail "a refused request left a job: $(squeue)"
 assert_no_processes_left
 
