@@ -43,7 +43,8 @@ std::string one_line(const std::string& text) {
   std::size_t at = 0;
   while (at < text.size()) {
     std::size_t eol = text.find('\n', at);
-    std::string line = trim(std::string_view(text).substr(at, eol == std::string::npos ? std::string::npos : eol - at));
+    std::string line = trim(
+        std::string_view(text).substr(at, eol == std::string::npos ? std::string::npos : eol - at));
     if (!line.empty()) out += (out.empty() ? "" : "; ") + line;
     at = eol == std::string::npos ? text.size() : eol + 1;
   }
@@ -57,7 +58,8 @@ std::string job_id_in(const std::string& text) {
   if (at == std::string::npos) return {};
   at += marker.size();
   std::size_t end = at;
-  while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
+  while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end])))
+    ++end;
   return text.substr(at, end - at);
 }
 
@@ -76,9 +78,11 @@ Result<AllocationLine> parse_allocation_line(std::string_view text) {
   std::vector<std::string> fields;
   std::size_t at = 0;
   while (at < text.size()) {
-    while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at]))) ++at;
+    while (at < text.size() && std::isspace(static_cast<unsigned char>(text[at])))
+      ++at;
     std::size_t end = at;
-    while (end < text.size() && !std::isspace(static_cast<unsigned char>(text[end]))) ++end;
+    while (end < text.size() && !std::isspace(static_cast<unsigned char>(text[end])))
+      ++end;
     if (end > at) fields.emplace_back(text.substr(at, end - at));
     at = end;
   }
@@ -116,19 +120,22 @@ int tasks_on_nodes(const pipeline::PipelineSpec& spec, const pipeline::PhysicalP
 SlurmAllocation::SlurmAllocation(SlurmAllocationRequest request) : request_(std::move(request)) {
   std::vector<std::string> args = salloc_command(request_);
   std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
+  for (auto& a : args)
+    argv.push_back(a.data());
   argv.push_back(nullptr);
 
   // All close on exec, so that no worker inherits the holding pipe (and holds the allocation
   // after the coordinator is gone); the child's dup2 onto 0, 1, 2 clears the flag there.
   int in[2], out[2], err[2], exec_error[2];
-  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 ||
-      ::pipe2(err, O_CLOEXEC) != 0 || ::pipe2(exec_error, O_CLOEXEC) != 0)
-    throw Error(ErrorKind::Internal, std::string("cannot run salloc: pipe: ") + std::strerror(errno));
+  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 ||
+      ::pipe2(exec_error, O_CLOEXEC) != 0)
+    throw Error(ErrorKind::Internal,
+                std::string("cannot run salloc: pipe: ") + std::strerror(errno));
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0)
-    throw Error(ErrorKind::Internal, std::string("cannot run salloc: fork: ") + std::strerror(errno));
+    throw Error(ErrorKind::Internal,
+                std::string("cannot run salloc: fork: ") + std::strerror(errno));
   if (pid == 0) {
     // Only async-signal-safe calls from here to exec (the parent has ZeroMQ threads).
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -166,8 +173,10 @@ SlurmAllocation::SlurmAllocation(SlurmAllocationRequest request) : request_(std:
     wait_for_salloc(5s);
     release();
     throw Error(ErrorKind::Usage, "[cluster] launcher = \"slurm\" outside an allocation makes one "
-                                  "with '" + request_.salloc_program + "', which cannot run: " +
-                                      std::strerror(exec_errno) + " (Debian: apt install slurm-client)");
+                                  "with '" +
+                                      request_.salloc_program +
+                                      "', which cannot run: " + std::strerror(exec_errno) +
+                                      " (Debian: apt install slurm-client)");
   }
 
   // salloc's stdout carries the line; its stderr what it says meanwhile ("Pending job
@@ -208,9 +217,10 @@ SlurmAllocation::SlurmAllocation(SlurmAllocationRequest request) : request_(std:
   // Read from now on only at release(); salloc says little while the allocation is held.
   ::fcntl(err_, F_SETFL, ::fcntl(err_, F_GETFL) | O_NONBLOCK);
   if (request_.note)
-    request_.note("slurm: allocated job " + line_.job_id + " on nodes " + line_.nodelist +
-                  (line_.cpus_per_node.empty() ? "" : " (CPUs per node " + line_.cpus_per_node + ")") +
-                  " with `" + joined_command(salloc_command(request_)) + "`");
+    request_.note(
+        "slurm: allocated job " + line_.job_id + " on nodes " + line_.nodelist +
+        (line_.cpus_per_node.empty() ? "" : " (CPUs per node " + line_.cpus_per_node + ")") +
+        " with `" + joined_command(salloc_command(request_)) + "`");
 }
 
 SlurmAllocation::~SlurmAllocation() {

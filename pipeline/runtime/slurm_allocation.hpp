@@ -44,7 +44,7 @@ struct SlurmAllocationRequest {
   std::vector<std::string> options; // [cluster] slurm_options, after ours (so they win)
   std::string salloc_program = "salloc";
   std::string scancel_program = "scancel";
-  std::chrono::seconds timeout{60}; // for the allocation to be granted
+  std::chrono::seconds timeout{60};             // for the allocation to be granted
   std::function<void(const std::string&)> note; // info-level log lines; may be empty
 };
 

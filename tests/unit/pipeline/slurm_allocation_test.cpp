@@ -38,9 +38,10 @@ struct FakeSlurm {
   std::vector<std::string> notes;
 
   explicit FakeSlurm(const std::string& salloc_body) {
-    write_script(dir.path / "salloc", "echo \"$@\" >'" + (dir.path / "salloc.args").string() +
-                                          "'\n" + salloc_body);
-    write_script(dir.path / "scancel", "echo \"$@\" >>'" + (dir.path / "scancel.log").string() + "'\n");
+    write_script(dir.path / "salloc",
+                 "echo \"$@\" >'" + (dir.path / "salloc.args").string() + "'\n" + salloc_body);
+    write_script(dir.path / "scancel",
+                 "echo \"$@\" >>'" + (dir.path / "scancel.log").string() + "'\n");
     request.salloc_program = (dir.path / "salloc").string();
     request.scancel_program = (dir.path / "scancel").string();
     request.note = [this](const std::string& s) { notes.push_back(s); };
@@ -73,7 +74,8 @@ TEST_CASE("salloc's line gives the job id, node list and CPUs per node", "[slurm
   CHECK_FALSE(parse_allocation_line("1 h1 2 extra"));
 }
 
-TEST_CASE("salloc asks for the nodes, or the tasks, then the user's options", "[slurm_allocation]") {
+TEST_CASE("salloc asks for the nodes, or the tasks, then the user's options",
+          "[slurm_allocation]") {
   SlurmAllocationRequest r;
   r.ntasks = 7;
   r.options = {"--partition=debug"};
@@ -102,7 +104,8 @@ TEST_CASE("an allocation is held until released, then cancelled and salloc reape
     CHECK(allocation.allocation().cpus_per_node == "2(x2)");
     pid = allocation.salloc_pid();
     CHECK(::kill(pid, 0) == 0); // held: salloc waits for its command
-    CHECK_THAT(read(slurm.dir.path / "salloc.args"), Catch::StartsWith("--ntasks=4 --partition=x -- /bin/sh -c"));
+    CHECK_THAT(read(slurm.dir.path / "salloc.args"),
+               Catch::StartsWith("--ntasks=4 --partition=x -- /bin/sh -c"));
     REQUIRE(!slurm.notes.empty());
     CHECK_THAT(slurm.notes[0], Catch::StartsWith("slurm: allocated job 5 on nodes h[1-2]"));
   }
@@ -113,9 +116,10 @@ TEST_CASE("an allocation is held until released, then cancelled and salloc reape
 }
 
 TEST_CASE("salloc's failure is told in its own words", "[slurm_allocation]") {
-  FakeSlurm slurm("echo 'salloc: error: invalid partition specified: nope' >&2\n"
-                  "echo 'salloc: error: Job submit/allocate failed: Invalid partition name specified' >&2\n"
-                  "exit 1\n");
+  FakeSlurm slurm(
+      "echo 'salloc: error: invalid partition specified: nope' >&2\n"
+      "echo 'salloc: error: Job submit/allocate failed: Invalid partition name specified' >&2\n"
+      "exit 1\n");
   slurm.request.options = {"--partition=nope"};
   try {
     SlurmAllocation allocation(slurm.request);
@@ -123,7 +127,8 @@ TEST_CASE("salloc's failure is told in its own words", "[slurm_allocation]") {
   } catch (const Error& e) {
     CHECK(e.kind() == ErrorKind::Usage);
     CHECK_THAT(e.what(), Catch::Contains("cannot get a Slurm allocation with `"));
-    CHECK_THAT(e.what(), Catch::Contains("--ntasks=1 --partition=nope`: salloc ended without an allocation"));
+    CHECK_THAT(e.what(),
+               Catch::Contains("--ntasks=1 --partition=nope`: salloc ended without an allocation"));
     CHECK_THAT(e.what(), Catch::Contains("invalid partition specified: nope; salloc: error: Job"));
   }
   CHECK_FALSE(std::filesystem::exists(slurm.dir.path / "scancel.log"));
