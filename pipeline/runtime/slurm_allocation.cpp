@@ -138,7 +138,8 @@ SlurmAllocation::SlurmAllocation(SlurmAllocationRequest request) : request_(std:
                 std::string("cannot run salloc: fork: ") + std::strerror(errno));
   if (pid == 0) {
     // Only async-signal-safe calls from here to exec (the parent has ZeroMQ threads).
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    // SIGHUP: salloc relinquishes its allocation on it (it ignores SIGTERM once granted).
+    ::prctl(PR_SET_PDEATHSIG, SIGHUP);
     if (::getppid() != parent) ::_exit(1);
     ::setpgid(0, 0); // not in the terminal's foreground group: Ctrl-C is the coordinator's
     sigset_t none;
@@ -147,9 +148,15 @@ SlurmAllocation::SlurmAllocation(SlurmAllocationRequest request) : request_(std:
     ::signal(SIGPIPE, SIG_DFL);
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
+    ::signal(SIGHUP, SIG_DFL);
     ::dup2(in[0], STDIN_FILENO);
     ::dup2(out[1], STDOUT_FILENO);
     ::dup2(err[1], STDERR_FILENO);
+    // Nothing else of the coordinator's: an inherited descriptor (a lock, a pipe a test
+    // waits on) would be held by salloc. Not exec_error[1], which closes on exec.
+    unsigned keep = static_cast<unsigned>(exec_error[1]);
+    if (keep > 3) ::close_range(3, keep - 1, 0);
+    ::close_range(keep + 1, ~0U, 0);
     ::execvp(argv[0], argv.data());
     int e = errno;
     [[maybe_unused]] auto n = ::write(exec_error[1], &e, sizeof e);

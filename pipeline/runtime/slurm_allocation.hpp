@@ -16,8 +16,10 @@
 // - release() (the destructor: job end, error, signal) closes the pipe, runs `scancel J`, and
 //   waits for salloc, which has relinquished the allocation by then.
 // - kill -9 of the coordinator closes the pipe too: `cat` reads EOF and ends, and salloc, whose
-//   command has ended, relinquishes the allocation. PR_SET_PDEATHSIG (SIGTERM) on salloc is the
-//   second line: salloc cancels its job on SIGTERM.
+//   command has ended, relinquishes the allocation. PR_SET_PDEATHSIG (SIGHUP) on salloc is the
+//   second line: salloc relinquishes on SIGHUP (a granted salloc ignores SIGTERM).
+// salloc keeps no descriptor of the coordinator's but its three pipes (close_range): a lock
+// or pipe it inherited would outlive the coordinator with it.
 // salloc runs in a process group of its own, so that a Ctrl-C at the terminal reaches the
 // coordinator only (which then ends the job and releases the allocation in order).
 //

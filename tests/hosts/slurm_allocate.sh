@@ -122,11 +122,21 @@ wait_for_text "$WORK/kill.err" "records flowing" 60
 allocation=$(squeue -h -o %i)
 [[ "$allocation" =~ ^[0-9]+$ ]] || fail "expected the job's allocation in the queue, got [$allocation]"
 assert_contains "$WORK/kill.err" "slurm: allocated job $allocation on nodes h[1-3]"
+salloc_pid=$(pgrep -P "$coordinator" -x salloc)
+[[ -n "$salloc_pid" ]] || fail "no salloc under the coordinator"
+[[ -z "$(ls -l /proc/"$salloc_pid"/fd | grep -v -e ' [012] -> ' -e '^total')" ]] ||
+  fail "salloc holds descriptors of the coordinator's: $(ls -l /proc/"$salloc_pid"/fd)"
 kill -9 "$coordinator"
 set +e
 wait "$coordinator"
 set -e
 queue_empty_within 20 || fail "kill -9 of the coordinator left its allocation: $(squeue)"
+# salloc itself ends too (a salloc given SIGTERM there was seen to spin on forever).
+deadline=$((SECONDS + 15))
+while kill -0 "$salloc_pid" 2>/dev/null; do
+  ((SECONDS < deadline)) || fail "salloc ($salloc_pid) still runs after kill -9 of the coordinator"
+  sleep 0.2
+done
 for host in h1 h2 h3; do slurm_wait_only_daemons "$host" 15 || fail "processes left on $host after kill -9 of the coordinator"; done
 assert_no_processes_left
 
