@@ -145,7 +145,9 @@ SlurmAllocation::SlurmAllocation(SlurmAllocationRequest request) : request_(std:
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::signal(SIGPIPE, SIG_DFL);
+    // Once the coordinator is gone, salloc's "Relinquishing job allocation" goes to a pipe
+    // without a reader: EPIPE, not death by SIGPIPE before it has relinquished.
+    ::signal(SIGPIPE, SIG_IGN);
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
     ::signal(SIGHUP, SIG_DFL);
