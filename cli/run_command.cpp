@@ -24,6 +24,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
     int parallelism = 0;
     std::vector<std::string> overrides;
     std::string transport = "ipc";
+    std::string launcher;
     bool detach = false;
     std::string from_savepoint;
     bool resume = false;
@@ -38,6 +39,11 @@ void add_run_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--transport", o->transport,
                   "data channels between local workers: ipc (Unix sockets) or tcp (loopback, as across hosts)")
       ->check(CLI::IsMember({"ipc", "tcp"}));
+  cmd->add_option("--launcher", o->launcher,
+                  "how workers start, instead of the pipeline's [cluster] launcher: local (all on this host; "
+                  "[cluster] hosts unused), ssh (on [cluster] hosts), slurm (as steps of the Slurm allocation "
+                  "this runs in, or outside one of an allocation run makes with salloc and releases at the end)")
+      ->check(CLI::IsMember({"local", "ssh", "slurm"}));
   cmd->add_flag("--detach", o->detach,
                 "print the job id and return; the job runs on, its stdout and log in its directory of the state dir");
   cmd->add_option("--from-savepoint", o->from_savepoint,
@@ -54,6 +60,13 @@ void add_run_command(CLI::App& app, Context& ctx) {
     ctx.configure_logging("streamctl");
     auto overrides = o->overrides;
     if (o->parallelism > 0) overrides.push_back("parallelism=" + std::to_string(o->parallelism));
+    // As --set cluster.launcher=...: validated with the file, and kept with the job's overrides
+    // so that `restart` starts it the same way. The local and slurm launchers have no use for
+    // the file's hosts (validation refuses hosts with them), so they are dropped.
+    if (!o->launcher.empty()) {
+      overrides.push_back("cluster.launcher=\"" + o->launcher + "\"");
+      if (o->launcher != "ssh") overrides.push_back("cluster.hosts=[]");
+    }
     auto job = runtime::load_job(o->file, overrides, ctx.registry, o->limits.max_pipeline_size);
     runtime::RunOptions options;
     options.state_dir = ctx.state_dir();

@@ -9,13 +9,24 @@
 
 namespace streamctl::runtime {
 
-std::unique_ptr<Launcher> make_launcher(const pipeline::ClusterSpec& cluster, const RunOptions& options,
-                                        spdlog::logger& log) {
+std::unique_ptr<Launcher> make_launcher(const LoadedJob& job, const pipeline::ClusterSpec& cluster,
+                                        const RunOptions& options, spdlog::logger& log) {
   auto local = std::make_unique<LocalLauncher>(options.self_executable);
   switch (cluster.launcher) {
   case pipeline::LauncherKind::Local: return local;
   case pipeline::LauncherKind::Slurm: {
-    SlurmLauncherConfig config = slurm_config_from_environment();
+    SlurmLauncherConfig config = slurm_config_from_environment().value_or(SlurmLauncherConfig{});
+    if (config.job_id.empty()) {
+      SlurmAllocationRequest request;
+      request.nodes = cluster.nodes;
+      request.ntasks = tasks_on_nodes(job.spec, job.plan);
+      request.options = cluster.slurm_options;
+      request.note = [&log](const std::string& what) { log.info("{}", what); };
+      config.allocate = std::move(request);
+    } else if (cluster.nodes || !cluster.slurm_options.empty()) {
+      log.info("slurm: [cluster] nodes and slurm_options are not used: this process runs in Slurm "
+               "job {} already", config.job_id);
+    }
     config.binary = cluster.binary;
     config.self_executable = options.self_executable;
     return std::make_unique<ClusterLauncher>(std::move(local), std::make_unique<SlurmLauncher>(std::move(config)));

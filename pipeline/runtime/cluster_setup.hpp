@@ -21,9 +21,10 @@ namespace streamctl::runtime {
 
 // The local launcher, or for `launcher = "ssh"` / `"slurm"` that launcher behind a
 // ClusterLauncher (tasks that stay on this host start locally). Throws Error(Usage) when ssh
-// or srun is not installed, and for slurm outside an allocation.
-std::unique_ptr<Launcher> make_launcher(const pipeline::ClusterSpec& cluster, const RunOptions& options,
-                                        spdlog::logger& log);
+// or srun is not installed. For slurm outside an allocation, the launcher makes one for the
+// tasks of `job` that run on nodes when it prepares (slurm_allocation.hpp).
+std::unique_ptr<Launcher> make_launcher(const LoadedJob& job, const pipeline::ClusterSpec& cluster,
+                                        const RunOptions& options, spdlog::logger& log);
 
 // What a job with hosts needs that this version does not do yet, refused with Error(Usage)
 // (exit 2) before anything starts: starting from a snapshot (`restores`: --from-savepoint,

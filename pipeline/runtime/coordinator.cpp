@@ -49,7 +49,7 @@ class Coordinator {
 public:
   Coordinator(const LoadedJob& job, const RunOptions& options, spdlog::logger& log)
       : job_(job), options_(options), log_(log),
-        cluster_(options.ignore_cluster ? pipeline::ClusterSpec{} : pipeline::cluster_of(job.spec)), launcher_(make_launcher(cluster_, options, log)),
+        cluster_(options.ignore_cluster ? pipeline::ClusterSpec{} : pipeline::cluster_of(job.spec)), launcher_(make_launcher(job, cluster_, options, log)),
         workers_(*launcher_, control_), refusals_(log, "coordinator") {}
 
   ~Coordinator() {

@@ -73,17 +73,12 @@ std::string how_it_ended(const CommandOutcome& o) {
 
 } // namespace
 
-SlurmLauncherConfig slurm_config_from_environment() {
+std::optional<SlurmLauncherConfig> slurm_config_from_environment() {
   SlurmLauncherConfig config;
   config.job_id = env("SLURM_JOB_ID");
   config.nodelist = env("SLURM_JOB_NODELIST");
   config.cpus_per_node = env("SLURM_JOB_CPUS_PER_NODE");
-  if (config.job_id.empty() || config.nodelist.empty())
-    throw Error(ErrorKind::Usage,
-                "[cluster] launcher = \"slurm\" runs inside a Slurm allocation, and this process "
-                "has none (SLURM_JOB_ID or SLURM_JOB_NODELIST is not set): run it as `salloc -N 3 "
-                "streamctl run JOB.toml`, or in an sbatch script (streamctl does not make an "
-                "allocation itself yet)");
+  if (config.job_id.empty() || config.nodelist.empty()) return std::nullopt;
   return config;
 }
 
@@ -120,8 +115,8 @@ Result<std::vector<int>> expand_cpus_per_node(std::string_view text, std::size_t
 SlurmLauncher::SlurmLauncher(SlurmLauncherConfig config) : config_(std::move(config)) {
   if (config_.self_executable.empty()) config_.self_executable = own_executable();
   if (config_.binary.empty()) config_.binary = config_.self_executable;
-  if (config_.job_id.empty() || config_.nodelist.empty())
-    throw Error(ErrorKind::Internal, "the slurm launcher needs an allocation");
+  if ((config_.job_id.empty() || config_.nodelist.empty()) && !config_.allocate)
+    throw Error(ErrorKind::Internal, "the slurm launcher needs an allocation or how to make one");
   std::string srun = find_in_path(config_.srun_program);
   if (srun.empty())
     throw Error(ErrorKind::Usage, "the slurm launcher needs '" + config_.srun_program +
@@ -155,6 +150,13 @@ std::vector<std::string> SlurmLauncher::worker_command(
 
 std::vector<std::string> SlurmLauncher::nodes() {
   if (!nodes_.empty()) return nodes_;
+  if (config_.job_id.empty() && !allocation_) {
+    allocation_ = std::make_unique<SlurmAllocation>(*config_.allocate);
+    const AllocationLine& made = allocation_->allocation();
+    config_.job_id = made.job_id;
+    config_.nodelist = made.nodelist;
+    config_.cpus_per_node = made.cpus_per_node;
+  }
   auto outcome = run_in_parallel(
       {{{config_.scontrol_program, "show", "hostnames", config_.nodelist}, ""}},
       std::chrono::milliseconds(config_.probe_timeout));

@@ -22,23 +22,28 @@
 // Slots per node: SLURM_JOB_CPUS_PER_NODE ("4,2(x2)"), else the node's cores as the probe saw
 // them.
 //
-// Without an allocation the launcher refuses (Error(Usage)): making one (salloc/sbatch) is not
-// built yet.
+// Without an allocation in the environment, `allocate` says how to make one: prepare() runs
+// salloc (slurm_allocation.hpp) and uses the job id and node list it gets exactly as it would
+// the environment's; the allocation is released when the launcher is destroyed.
 //
 // Threading: the coordinator's thread only (launcher.hpp). prepare() reaps its own children by
 // pid: the caller must not reap with waitpid(-1) while it runs.
 
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "pipeline/runtime/launcher.hpp"
+#include "pipeline/runtime/slurm_allocation.hpp"
 #include "state/error.hpp"
 
 namespace streamctl::runtime {
 
-// Plain data; slurm_config_from_environment() fills the allocation's part.
+// Plain data; slurm_config_from_environment() fills the allocation's part, or the
+// allocation prepare() makes does.
 struct SlurmLauncherConfig {
   std::string job_id;        // SLURM_JOB_ID
   std::string nodelist;      // SLURM_JOB_NODELIST, compressed: "h[1-3],gpu7"
@@ -48,11 +53,13 @@ struct SlurmLauncherConfig {
   std::string srun_program = "srun";
   std::string scontrol_program = "scontrol";
   std::chrono::seconds probe_timeout{60};
+  // Used when job_id is empty: the allocation to make.
+  std::optional<SlurmAllocationRequest> allocate;
 };
 
-// The allocation of this process's environment. Throws Error(Usage) with how to get one when
-// there is none.
-SlurmLauncherConfig slurm_config_from_environment();
+// The allocation of this process's environment; nullopt when there is none (SLURM_JOB_ID or
+// SLURM_JOB_NODELIST is not set).
+std::optional<SlurmLauncherConfig> slurm_config_from_environment();
 
 // SLURM_JOB_CPUS_PER_NODE ("4,2(x2)") as one count per node, in node-list order. Fails on a
 // malformed value or when the counts do not cover `nodes` nodes.
@@ -63,8 +70,9 @@ public:
   explicit SlurmLauncher(SlurmLauncherConfig config);
 
   std::string_view name() const override { return "slurm"; }
-  // Expands the node list (scontrol show hostnames) and runs a probe step on every node at
-  // once. Throws Error(Usage) naming every node that failed and why.
+  // Makes the allocation if there is none yet (config.allocate), expands the node list
+  // (scontrol show hostnames) and runs a probe step on every node at once. Throws
+  // Error(Usage) naming every node that failed and why, or why salloc gave no allocation.
   std::vector<HostInfo> prepare() override;
   HostCheck check_hosts() override;
   // `launch.host` must be a node of the allocation. The ChildProcess is the local srun.
@@ -82,6 +90,7 @@ private:
 
   SlurmLauncherConfig config_;
   std::vector<std::string> nodes_;
+  std::unique_ptr<SlurmAllocation> allocation_; // the one made here, if any: released with the launcher
 };
 
 } // namespace streamctl::runtime

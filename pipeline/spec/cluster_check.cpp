@@ -24,6 +24,8 @@ const std::vector<KeySchema>& cluster_keys() {
       key("binary", KeyType::String),
       key("ship_binary", KeyType::Bool),
       key("encrypt", KeyType::Bool),
+      key("nodes", KeyType::Int),
+      key("slurm_options", KeyType::StringArray),
   };
   return keys;
 }
@@ -102,6 +104,27 @@ void check_duplicates(Checker& c, const std::vector<std::pair<std::string, Sourc
   }
 }
 
+// `nodes` and `slurm_options` shape the allocation the slurm launcher makes outside one; other
+// launchers ignore them (so that `run --launcher local` runs a Slurm pipeline as it is). Each
+// option goes to salloc as one argument before its command: anything but an option
+// ("--partition=x", "-p") would be taken for the command.
+void check_slurm_keys(Checker& c, const toml::table& cluster) {
+  if (auto nodes = cluster.get("nodes"); nodes && nodes->is_integer())
+    c.int_at_least(*nodes, "cluster.nodes", 1);
+  auto options = cluster.get_as<toml::array>("slurm_options");
+  if (!options) return;
+  for (std::size_t k = 0; k < options->size(); ++k) {
+    auto s = (*options)[k].as_string();
+    if (!s) continue; // the schema reported it
+    const std::string& text = s->get();
+    std::string path = "'cluster.slurm_options[" + std::to_string(k) + "]'";
+    if (text.size() < 2 || text.front() != '-' || text == "--")
+      c.error(c.pos((*options)[k]),
+              path + " must be a salloc option like \"--partition=debug\" or \"-pdebug\", got '" +
+                  text + "' (an option and its value go in one entry, joined by '=')");
+  }
+}
+
 } // namespace
 
 ClusterDraft check_cluster(Checker& c, const toml::table* cluster) {
@@ -161,6 +184,8 @@ ClusterDraft check_cluster(Checker& c, const toml::table* cluster) {
   if (auto binary = cluster->get("binary");
       binary && binary->is_string() && binary->as_string()->get().empty())
     c.error(c.pos(*binary), "'cluster.binary' must not be empty");
+
+  check_slurm_keys(c, *cluster);
 
   for (auto& h : hosts)
     d.hosts.push_back(std::move(h.first));

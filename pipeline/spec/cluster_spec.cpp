@@ -37,6 +37,10 @@ ClusterSpec cluster_of(const PipelineSpec& spec) {
     c.binary = (*cluster)["binary"].value_or(std::string());
     c.ship_binary = (*cluster)["ship_binary"].value_or(false);
     c.encrypt = (*cluster)["encrypt"].value_or(true);
+    if (auto nodes = (*cluster)["nodes"].value<std::int64_t>()) c.nodes = static_cast<int>(*nodes);
+    if (auto options = cluster->get_as<toml::array>("slurm_options"))
+      for (const auto& o : *options)
+        c.slurm_options.push_back(o.value_or(std::string()));
   }
   // Validation allows hosts only with the ssh launcher.
   if (c.launcher == LauncherKind::Local) c.hosts.clear();

@@ -9,6 +9,8 @@
 //   binary = "/usr/bin/streamctl"   # on the hosts; default: the coordinator's own path
 //   ship_binary = false
 //   encrypt = true
+//   nodes = 3                          # slurm, outside an allocation: salloc --nodes=3
+//   slurm_options = ["--partition=x"]  # slurm, outside an allocation: more salloc options
 //   [checkpoint]
 //   storage = "coordinator"         # default with hosts or slurm; or "shared"
 //
@@ -47,6 +49,10 @@ struct ClusterSpec {
   std::string binary; // empty: the coordinator's own path
   bool ship_binary = false;
   bool encrypt = true;
+  // The allocation `run` makes with the slurm launcher outside one: --nodes (absent: --ntasks
+  // by the job's tasks) and the user's own salloc options, after ours.
+  std::optional<int> nodes;
+  std::vector<std::string> slurm_options;
   // Default: Coordinator with the ssh and slurm launchers; Shared with the local one, where
   // every worker runs on this host and writes the checkpoint directory itself as before.
   CheckpointStorage storage = CheckpointStorage::Shared;

@@ -3,7 +3,8 @@
 # Slurm (slurmctld here, one slurmd per namespace host): run in `salloc -N 3`, and in a user's
 # own sbatch script, it gives exactly the output of the job on one host, its workers spread
 # over the allocation's nodes, and leaves nothing running on any node nor any job in the
-# queue. Without an allocation it is refused (exit 2) with how to get one.
+# queue. Without an allocation, run makes one (slurm_allocate.sh); a request salloc refuses
+# refuses the job (exit 2).
 source "$SOURCE_DIR/tests/e2e/lib/common.bash"
 source "$SOURCE_DIR/tests/hosts/lib/hosts.bash"
 source "$SOURCE_DIR/tests/hosts/lib/slurm.bash"
@@ -47,9 +48,13 @@ launcher = \"slurm\"" >"$WORK/slurm.toml"
 "$STREAMCTL" run "$WORK/local.toml" >"$WORK/local.out" 2>"$WORK/local.err" || fail "the job on one host failed: $(tail -3 "$WORK/local.err")"
 [[ -s "$WORK/local.out" ]] || fail "the job on one host wrote nothing"
 
-# No allocation: refused before anything starts.
-run_expect 2 env -u SLURM_JOB_ID -u SLURM_JOB_NODELIST "$STREAMCTL" run "$WORK/slurm.toml"
-assert_contains "$WORK/err" "salloc -N 3 streamctl run"
+# No allocation: run makes one itself (slurm_allocate.sh runs jobs in it); when salloc refuses
+# the request, the job is refused before anything starts, in salloc's words.
+run_expect 2 env -u SLURM_JOB_ID -u SLURM_JOB_NODELIST "$STREAMCTL" run \
+  --set 'cluster.slurm_options=["--partition=nope"]' "$WORK/slurm.toml"
+assert_contains "$WORK/err" "cannot get a Slurm allocation with \`salloc --ntasks="
+assert_contains "$WORK/err" "invalid partition"
+[[ -z "$(squeue -h)" ]] || fail "the refused request left a job: $(squeue)"
 
 # salloc: the coordinator runs here (the login node), the workers in steps on h1..h3.
 salloc -N 3 "$STREAMCTL" run -v "$WORK/slurm.toml" >"$WORK/salloc.out" 2>"$WORK/salloc.err" ||

@@ -210,7 +210,39 @@ hostz = 1
   // 'agents' is not offered as a valid key.
   CHECK_DIAG(r, "p.toml:16:1",
              "unknown key 'zzz' in [cluster]; valid keys: launcher, hosts, ssh_options, binary, "
-             "ship_binary, encrypt");
+             "ship_binary, encrypt, nodes, slurm_options");
+}
+
+TEST_CASE("nodes and slurm_options shape the allocation of the slurm launcher", "[cluster]") {
+  auto r = load(head + "[cluster]\nlauncher = \"slurm\"\nnodes = 3\n"
+                       "slurm_options = [\"--partition=debug\", \"-t10\"]\n");
+  REQUIRE(r.spec);
+  ClusterSpec c = cluster_of(*r.spec);
+  CHECK(c.nodes == 3);
+  CHECK(c.slurm_options == std::vector<std::string>{"--partition=debug", "-t10"});
+  r = load(head + "[cluster]\nlauncher = \"slurm\"\n");
+  REQUIRE(r.spec);
+  CHECK_FALSE(cluster_of(*r.spec).nodes);
+  CHECK(cluster_of(*r.spec).slurm_options.empty());
+
+  r = load(head + R"toml([cluster]
+launcher = "slurm"
+nodes = 0
+slurm_options = ["partition=x", "--", "-p debug", 4]
+)toml");
+  CHECK_DIAG(r, "p.toml:16:9", "'cluster.nodes' must be at least 1, got 0");
+  CHECK_DIAG(r, "p.toml:17:18",
+             "'cluster.slurm_options[0]' must be a salloc option like \"--partition=debug\" or "
+             "\"-pdebug\", got 'partition=x'");
+  CHECK_DIAG(r, "p.toml:17:33", "'cluster.slurm_options[1]' must be a salloc option");
+  CHECK_DIAG(r, "p.toml:17:51", "'cluster.slurm_options[3]' must be a string, got integer");
+  CHECK(r.diagnostics.size() == 4);
+  r = load(head + "[cluster]\nlauncher = \"slurm\"\nnodes = \"3\"\nslurm_options = \"-pdebug\"\n");
+  CHECK_DIAG(r, "p.toml:16:9", "'cluster.nodes' must be an integer, got string");
+  CHECK_DIAG(r, "p.toml:17:17", "'cluster.slurm_options' must be an array of strings, got string");
+  // Ignored by the other launchers, so that `run --launcher local` takes a Slurm pipeline.
+  r = load(head + "[cluster]\nlauncher = \"local\"\nnodes = 2\n");
+  CHECK(r.spec);
 }
 
 TEST_CASE("checkpoint storage is coordinator or shared", "[cluster]") {
