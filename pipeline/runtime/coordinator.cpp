@@ -18,6 +18,7 @@
 #include "pipeline/runtime/job_status.hpp"
 #include "pipeline/runtime/local_launcher.hpp"
 #include "pipeline/runtime/signal_channel.hpp"
+#include "pipeline/runtime/snapshot_server.hpp"
 #include "pipeline/runtime/spool_janitor.hpp"
 #include "pipeline/runtime/supervisor.hpp"
 #include "pipeline/runtime/worker_bootstrap.hpp"
@@ -112,7 +113,7 @@ public:
       return std::nullopt;
     });
     supervisor_ = std::make_unique<Supervisor>(restart_, signals_, control_, workers_, *state_,
-                                               *checkpoints_, *commands_, log_);
+                                               *checkpoints_, *commands_, snapshots_, log_);
 
     for (;;) {
       launch();
@@ -150,6 +151,11 @@ private:
     log_.info("hosts: {}; links between hosts: {}", where, security_.describe());
   }
 
+  // Whether workers read snapshots from the coordinator (and not from CHECKPOINT_DIR).
+  bool serves_snapshots() const {
+    return !hosts_.empty() && cluster_.storage == pipeline::CheckpointStorage::Coordinator;
+  }
+
   // What every worker of a job with hosts reads first (worker_bootstrap.hpp).
   std::string bootstrap() const {
     if (hosts_.empty()) return {};
@@ -165,6 +171,8 @@ private:
   // Starts this attempt's workers and runs the job until it ends or must restart.
   void launch() {
     checkpoints_->begin_attempt(restore_from_);
+    // Workers on other hosts fetch what they restore from here (storage = "coordinator").
+    snapshots_.begin_attempt(attempt_, serves_snapshots() ? restore_from_ : std::filesystem::path());
     AttemptArgs args;
     args.job_dir = registration_->dir();
     args.socket_dir = registration_->socket_dir();
@@ -421,6 +429,7 @@ private:
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
   std::unique_ptr<ClientCommands> commands_;
   std::unique_ptr<Supervisor> supervisor_;
+  SnapshotServer snapshots_; // the running attempt's snapshot, to workers that cannot read it
   RefusalLog refusals_; // peers without the job's keys, refused by the control socket
   std::string control_endpoint_; // for clients (and local workers of a job without hosts)
   // A job with hosts: the hosts found, each task's host, the job's keys, and the control

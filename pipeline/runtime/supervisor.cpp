@@ -42,6 +42,12 @@ void Supervisor::dispatch(const ControlChannel::Incoming& in) {
   // A remote worker's beacon wants an answer: without one for its heartbeat timeout (a cut
   // link gives no EOF) the worker ends itself (liveness_beacon.hpp).
   if (in.message->type == "ALIVE") control_.send(in.identity, transport::ControlMessage{"ALIVE_OK", {}});
+  // A worker restoring from the coordinator's storage (snapshot_server.hpp): its FETCH comes
+  // from a link of its own, "restore-task-N-aATTEMPT", and is answered there.
+  if (SnapshotServer::is_fetch(*in.message)) {
+    control_.send(in.identity, snapshots_.answer(in.identity, *in.message));
+    return;
+  }
   if (ClientCommands::is_client_command(*in.message))
     commands_.handle(in.identity, *in.message);
   else

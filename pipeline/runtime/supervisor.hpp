@@ -1,6 +1,7 @@
 #pragma once
 // The events of a running job and what each means for it: worker messages (readiness,
-// heartbeats, checkpoint acknowledgements, failures), client commands, signals (SIGCHLD: a
+// heartbeats, checkpoint acknowledgements, failures, fetches of the snapshot to restore from),
+// client commands, signals (SIGCHLD: a
 // worker exited; SIGINT/SIGTERM: stop, and the second time cancel) and silent workers. It
 // routes them to the worker pool, the checkpoint coordinator, the client commands and the
 // job's state, and reports a task's failure to the job's state, which restarts or fails it.
@@ -18,6 +19,7 @@
 #include "pipeline/runtime/control_channel.hpp"
 #include "pipeline/runtime/job_state.hpp"
 #include "pipeline/runtime/signal_channel.hpp"
+#include "pipeline/runtime/snapshot_server.hpp"
 #include "pipeline/runtime/worker_pool.hpp"
 
 namespace streamctl::runtime {
@@ -27,9 +29,9 @@ public:
   // Every collaborator must outlive this object.
   Supervisor(const RestartSettings& restart, SignalChannel& signals, ControlChannel& control,
              WorkerPool& workers, JobState& state, CheckpointCoordinator& checkpoints,
-             ClientCommands& commands, spdlog::logger& log)
+             ClientCommands& commands, SnapshotServer& snapshots, spdlog::logger& log)
       : restart_(restart), signals_(signals), control_(control), workers_(workers), state_(state),
-        checkpoints_(checkpoints), commands_(commands), log_(log) {}
+        checkpoints_(checkpoints), commands_(commands), snapshots_(snapshots), log_(log) {}
 
   // Handles what arrives within `timeout`. False when the running attempt must end
   // (JobState::interrupted).
@@ -54,6 +56,7 @@ private:
   JobState& state_;
   CheckpointCoordinator& checkpoints_;
   ClientCommands& commands_;
+  SnapshotServer& snapshots_;
   spdlog::logger& log_;
   int signals_received_ = 0; // SIGINT and SIGTERM so far
 };
