@@ -41,8 +41,8 @@ std::optional<std::string> why_no_savepoints(const pipeline::ClusterSpec& cluste
          "mounts at the same path";
 }
 
-void check_cluster_supported(const pipeline::ClusterSpec& cluster, bool takes_or_restores_snapshots) {
-  if (!takes_or_restores_snapshots) return;
+void check_cluster_supported(const pipeline::ClusterSpec& cluster, bool takes_snapshots) {
+  if (!takes_snapshots) return;
   if (auto why = why_no_savepoints(cluster)) throw Error(ErrorKind::Usage, *why);
 }
 

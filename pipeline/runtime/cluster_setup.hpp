@@ -27,8 +27,9 @@ std::unique_ptr<Launcher> make_launcher(const pipeline::ClusterSpec& cluster, co
 
 // What a job with hosts needs that this version does not do yet, refused with Error(Usage)
 // (exit 2) before anything starts: checkpoints with storage = "coordinator" (workers on other
-// hosts cannot yet send their snapshot files to the coordinator).
-void check_cluster_supported(const pipeline::ClusterSpec& cluster, bool takes_or_restores_snapshots);
+// hosts cannot yet send their snapshot files to the coordinator). Restores with that storage
+// are no reason: workers fetch the snapshot from the coordinator (snapshot_server.hpp).
+void check_cluster_supported(const pipeline::ClusterSpec& cluster, bool takes_snapshots);
 // Why a savepoint (`savepoint`, `stop`, `rescale`) cannot be taken of a job with hosts that
 // keeps storage "coordinator", if that is the case.
 std::optional<std::string> why_no_savepoints(const pipeline::ClusterSpec& cluster);

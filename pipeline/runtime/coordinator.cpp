@@ -136,8 +136,9 @@ private:
   // placed on them and its keys made, before anything starts (exit 2 when one cannot be).
   void prepare_hosts() {
     if (cluster_.launcher == pipeline::LauncherKind::Local) return;
-    check_cluster_supported(cluster_, settings_.interval.count() > 0 || !options_.restore.empty() ||
-                                          options_.savepoint_on_exit);
+    // A restore (--from-savepoint, --resume, restart, a restart after a lost worker) is not
+    // in this condition: workers fetch the snapshot from this host (snapshot_server.hpp).
+    check_cluster_supported(cluster_, settings_.interval.count() > 0 || options_.savepoint_on_exit);
     hosts_ = launcher_->prepare();
     task_hosts_ = place_tasks(job_, hosts_);
     if (cluster_.encrypt) {
