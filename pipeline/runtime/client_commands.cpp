@@ -39,7 +39,6 @@ void ClientCommands::handle(const std::string& identity, const transport::Contro
 
 void ClientCommands::request_rescale(const std::string& client, const std::string& changes) {
   auto next = plan_rescale(job_, changes, limits_);
-  if (next && no_rescale_) next = Failure{*no_rescale_};
   if (next && placement_check_)
     if (auto why = placement_check_(*next)) next = Failure{*why};
   if (!next) {

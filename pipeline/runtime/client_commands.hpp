@@ -51,10 +51,6 @@ public:
   using PlacementCheck = std::function<std::optional<std::string>(const LoadedJob&)>;
   void set_placement_check(PlacementCheck check) { placement_check_ = std::move(check); }
 
-  // A rescale can never be done in this job (it restores from its savepoint), and why: it is
-  // refused as a usage error (exit 2) before the savepoint stops anything.
-  void refuse_rescale(std::string why) { no_rescale_ = std::move(why); }
-
   static bool is_client_command(const transport::ControlMessage& m);
   // `identity`: the client's ROUTER identity, to reply to.
   void handle(const std::string& identity, const transport::ControlMessage& m);
@@ -73,7 +69,6 @@ private:
   JobControl& job_control_;
   spdlog::logger& log_;
   PlacementCheck placement_check_;
-  std::optional<std::string> no_rescale_;
 };
 
 } // namespace streamctl::runtime

@@ -43,21 +43,6 @@ std::unique_ptr<Launcher> make_launcher(const LoadedJob& job, const pipeline::Cl
   return std::make_unique<ClusterLauncher>(std::move(local), std::make_unique<SshLauncher>(std::move(config)));
 }
 
-std::optional<std::string> why_no_restore(const pipeline::ClusterSpec& cluster) {
-  if (cluster.launcher == pipeline::LauncherKind::Local ||
-      cluster.storage != pipeline::CheckpointStorage::Coordinator)
-    return std::nullopt;
-  return "restoring a job with hosts from a checkpoint or savepoint kept with [checkpoint] storage "
-         "= \"coordinator\" (the default with hosts) is not available in this version of "
-         "streamctl yet: for restarts, --from-savepoint, --resume and rescale set storage = "
-         "\"shared\" and a [checkpoint] dir that every host mounts at the same path";
-}
-
-void check_cluster_supported(const pipeline::ClusterSpec& cluster, bool restores) {
-  if (!restores) return;
-  if (auto why = why_no_restore(cluster)) throw Error(ErrorKind::Usage, *why);
-}
-
 std::vector<std::string> place_tasks(const LoadedJob& job, const std::vector<HostInfo>& hosts) {
   std::vector<pipeline::PlacementHost> placement_hosts;
   for (const auto& host : hosts) placement_hosts.push_back({host.name, host.slots});

@@ -26,15 +26,6 @@ namespace streamctl::runtime {
 std::unique_ptr<Launcher> make_launcher(const LoadedJob& job, const pipeline::ClusterSpec& cluster,
                                         const RunOptions& options, spdlog::logger& log);
 
-// What a job with hosts needs that this version does not do yet, refused with Error(Usage)
-// (exit 2) before anything starts: starting from a snapshot (`restores`: --from-savepoint,
-// --resume) with storage = "coordinator" (the workers on other hosts cannot read it yet; they
-// can write checkpoints and savepoints there).
-void check_cluster_supported(const pipeline::ClusterSpec& cluster, bool restores);
-// Why a job with hosts that keeps storage "coordinator" cannot restore from its snapshots (a
-// restart, a rescale), if that is the case.
-std::optional<std::string> why_no_restore(const pipeline::ClusterSpec& cluster);
-
 // The host of every task of `job` (by task id; "" = this host) on `hosts`. Throws
 // Error(Usage) naming what is missing when the job cannot be placed.
 std::vector<std::string> place_tasks(const LoadedJob& job, const std::vector<HostInfo>& hosts);

@@ -19,6 +19,7 @@
 #include "pipeline/runtime/local_launcher.hpp"
 #include "pipeline/runtime/signal_channel.hpp"
 #include "pipeline/runtime/snapshot_receiver.hpp"
+#include "pipeline/runtime/snapshot_server.hpp"
 #include "pipeline/runtime/spool_janitor.hpp"
 #include "pipeline/runtime/supervisor.hpp"
 #include "pipeline/runtime/worker_bootstrap.hpp"
@@ -101,12 +102,9 @@ public:
                                                 workers_, control_, *spool_janitor_, *state_, log_);
     commands_ = std::make_unique<ClientCommands>(job_, options_.worker_limits, workers_,
                                                  *checkpoints_, control_, *state_, log_);
-    if (!hosts_.empty())
-      if (auto why = why_no_restore(cluster_)) {
-        commands_->refuse_rescale(*why);
-        // The workers send their snapshot files here (snapshot_receiver.hpp).
-        snapshots_ = std::make_unique<SnapshotReceiver>(log_);
-      }
+    // The workers send their snapshot files here (snapshot_receiver.hpp).
+    if (!hosts_.empty() && cluster_.storage == pipeline::CheckpointStorage::Coordinator)
+      uploads_ = std::make_unique<SnapshotReceiver>(log_);
     commands_->set_placement_check([this](const LoadedJob& next) -> std::optional<std::string> {
       if (hosts_.empty()) return std::nullopt;
       try {
@@ -117,7 +115,7 @@ public:
       return std::nullopt;
     });
     supervisor_ = std::make_unique<Supervisor>(restart_, signals_, control_, workers_, *state_,
-                                               *checkpoints_, *commands_, snapshots_.get(), log_);
+                                               *checkpoints_, *commands_, uploads_.get(), snapshot_server_, log_);
 
     for (;;) {
       launch();
@@ -140,7 +138,6 @@ private:
   // placed on them and its keys made, before anything starts (exit 2 when one cannot be).
   void prepare_hosts() {
     if (cluster_.launcher == pipeline::LauncherKind::Local) return;
-    check_cluster_supported(cluster_, !options_.restore.empty());
     hosts_ = launcher_->prepare();
     task_hosts_ = place_tasks(job_, hosts_);
     if (cluster_.encrypt) {
@@ -152,6 +149,11 @@ private:
     std::string where;
     for (const auto& host : hosts_) where += (where.empty() ? "" : ", ") + host.name + " (" + std::to_string(host.slots) + " slots)";
     log_.info("hosts: {}; links between hosts: {}", where, security_.describe());
+  }
+
+  // Whether workers read snapshots from the coordinator (and not from CHECKPOINT_DIR).
+  bool serves_snapshots() const {
+    return !hosts_.empty() && cluster_.storage == pipeline::CheckpointStorage::Coordinator;
   }
 
   // What every worker of a job with hosts reads first (worker_bootstrap.hpp).
@@ -169,6 +171,8 @@ private:
   // Starts this attempt's workers and runs the job until it ends or must restart.
   void launch() {
     checkpoints_->begin_attempt(restore_from_);
+    // Workers on other hosts fetch what they restore from here (storage = "coordinator").
+    snapshot_server_.begin_attempt(attempt_, serves_snapshots() ? restore_from_ : std::filesystem::path());
     AttemptArgs args;
     args.job_dir = registration_->dir();
     args.socket_dir = registration_->socket_dir();
@@ -228,13 +232,6 @@ private:
     clear_final_publish(registration_->dir());
     ++attempt_;
     if (const auto& latest = checkpoints_->latest_completed()) restore_from_ = *latest;
-    if (!restore_from_.empty() && !hosts_.empty())
-      if (auto why = why_no_restore(cluster_)) {
-        // Starting afresh instead would publish again what the checkpoint's commit published.
-        state_->fail(state_->last_failure() + "; the job cannot restart from " +
-                     restore_from_.string() + ": " + *why);
-        return false;
-      }
     if (!replace_on_hosts_left()) return false;
     spool_janitor_->sweep_live(restore_from_);
     auto delay = restart_.delay_before(restarts);
@@ -431,8 +428,9 @@ private:
   std::unique_ptr<JobState> state_;
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
   std::unique_ptr<ClientCommands> commands_;
-  std::unique_ptr<SnapshotReceiver> snapshots_; // storage = "coordinator" with hosts
+  std::unique_ptr<SnapshotReceiver> uploads_; // storage = "coordinator" with hosts
   std::unique_ptr<Supervisor> supervisor_;
+  SnapshotServer snapshot_server_; // the running attempt's snapshot, to workers that cannot read it
   RefusalLog refusals_; // peers without the job's keys, refused by the control socket
   std::string control_endpoint_; // for clients (and local workers of a job without hosts)
   // A job with hosts: the hosts found, each task's host, the job's keys, and the control

@@ -54,36 +54,6 @@ Result<std::pair<std::uint64_t, std::string>> size_and_hash(const std::filesyste
 
 } // namespace
 
-// Staging dirs of workers that were killed (kill -9, a host's OOM killer) and so could not
-// remove theirs: named after their pid, which no longer runs.
-void remove_orphaned_staging_dirs(const std::filesystem::path& tmp) {
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(tmp, ec)) {
-    std::string name = entry.path().filename().string();
-    const std::string prefix = "streamctl-snapshots-";
-    if (name.rfind(prefix, 0) != 0) continue;
-    long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
-    if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
-    std::filesystem::remove_all(entry.path(), ec);
-  }
-}
-
-StagingDir::StagingDir() {
-  const char* env = std::getenv("TMPDIR");
-  std::filesystem::path tmp = env && *env ? env : "/tmp";
-  remove_orphaned_staging_dirs(tmp);
-  std::string pattern = (tmp / ("streamctl-snapshots-" + std::to_string(::getpid()) + ".XXXXXX")).string();
-  if (::mkdtemp(pattern.data()) == nullptr)
-    throw Error(ErrorKind::Internal, "cannot make a staging directory for snapshots like '" +
-                                         pattern + "': " + std::strerror(errno));
-  path_ = pattern;
-}
-
-StagingDir::~StagingDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
-
 Result<void> SnapshotUploader::upload(const std::filesystem::path& file, std::uint64_t checkpoint,
                                       const std::atomic<bool>& cancel) {
   const auto deadline = Clock::now() + kUploadTimeout;

@@ -15,26 +15,11 @@
 
 #include <zmq.hpp>
 
+#include "pipeline/runtime/staging_dir.hpp"
 #include "state/error.hpp"
 #include "transport/curve_keys.hpp"
 
 namespace streamctl::runtime {
-
-// A directory of this process's own under $TMPDIR (or /tmp), streamctl-snapshots-PID.XXXXXX,
-// made at construction and removed, with whatever is left in it, at destruction. Making one
-// also removes those of processes that no longer run (a worker killed with kill -9).
-class StagingDir {
-public:
-  // Throws Error(Internal) naming the place when it cannot be made.
-  StagingDir();
-  ~StagingDir();
-  StagingDir(const StagingDir&) = delete;
-  StagingDir& operator=(const StagingDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
-private:
-  std::filesystem::path path_;
-};
 
 class SnapshotUploader {
 public:

@@ -43,6 +43,12 @@ void Supervisor::dispatch(const ControlChannel::Incoming& in) {
   // A remote worker's beacon wants an answer: without one for its heartbeat timeout (a cut
   // link gives no EOF) the worker ends itself (liveness_beacon.hpp).
   if (in.message->type == "ALIVE") control_.send(in.identity, transport::ControlMessage{"ALIVE_OK", {}});
+  // A worker restoring from the coordinator's storage (snapshot_server.hpp): its FETCH comes
+  // from a link of its own, "restore-task-N-aATTEMPT", and is answered there.
+  if (SnapshotServer::is_fetch(*in.message)) {
+    control_.send(in.identity, snapshot_server_.answer(in.identity, *in.message));
+    return;
+  }
   if (ClientCommands::is_client_command(*in.message))
     commands_.handle(in.identity, *in.message);
   else if (is_snapshot_upload(in.message->type))
@@ -54,7 +60,7 @@ void Supervisor::dispatch(const ControlChannel::Incoming& in) {
 // A part or the end of a snapshot file a worker sends: accepted only for the checkpoint being
 // taken now, from the running attempt (snapshot_receiver.hpp).
 void Supervisor::handle_upload(const ControlChannel::Incoming& in) {
-  if (!snapshots_) {
+  if (!uploads_) {
     control_.send(in.identity, transport::ControlMessage{"SNAPSHOT_ERROR", {}}.set(
                                    "message", "this job's workers write their snapshots themselves"));
     return;
@@ -63,7 +69,7 @@ void Supervisor::handle_upload(const ControlChannel::Incoming& in) {
   if (auto pending = checkpoints_.in_flight())
     accepting = SnapshotReceiver::Accepting{workers_.attempt(), pending->id, pending->dir};
   std::string_view payload(static_cast<const char*>(in.payload.data()), in.payload.size());
-  control_.send(in.identity, snapshots_->handle(in.identity, *in.message, payload, accepting));
+  control_.send(in.identity, uploads_->handle(in.identity, *in.message, payload, accepting));
 }
 
 // A message of a worker of the running attempt (older attempts' are dropped).

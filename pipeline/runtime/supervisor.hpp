@@ -1,6 +1,7 @@
 #pragma once
 // The events of a running job and what each means for it: worker messages (readiness,
-// heartbeats, checkpoint acknowledgements, failures), client commands, signals (SIGCHLD: a
+// heartbeats, checkpoint acknowledgements, failures, fetches of the snapshot to restore from),
+// client commands, signals (SIGCHLD: a
 // worker exited; SIGINT/SIGTERM: stop, and the second time cancel) and silent workers. It
 // routes them to the worker pool, the checkpoint coordinator, the client commands and the
 // job's state, and reports a task's failure to the job's state, which restarts or fails it.
@@ -19,19 +20,23 @@
 #include "pipeline/runtime/job_state.hpp"
 #include "pipeline/runtime/signal_channel.hpp"
 #include "pipeline/runtime/snapshot_receiver.hpp"
+#include "pipeline/runtime/snapshot_server.hpp"
 #include "pipeline/runtime/worker_pool.hpp"
 
 namespace streamctl::runtime {
 
 class Supervisor {
 public:
-  // Every collaborator must outlive this object. `snapshots`: where the workers' snapshot
+  // Every collaborator must outlive this object. `uploads`: where the workers' snapshot
   // uploads go ([checkpoint] storage = "coordinator" with hosts); none: they are refused.
+  // `snapshot_server`: answers the FETCHes of workers that restore from this host's storage.
   Supervisor(const RestartSettings& restart, SignalChannel& signals, ControlChannel& control,
              WorkerPool& workers, JobState& state, CheckpointCoordinator& checkpoints,
-             ClientCommands& commands, SnapshotReceiver* snapshots, spdlog::logger& log)
+             ClientCommands& commands, SnapshotReceiver* uploads, SnapshotServer& snapshot_server,
+             spdlog::logger& log)
       : restart_(restart), signals_(signals), control_(control), workers_(workers), state_(state),
-        checkpoints_(checkpoints), commands_(commands), snapshots_(snapshots), log_(log) {}
+        checkpoints_(checkpoints), commands_(commands), uploads_(uploads),
+        snapshot_server_(snapshot_server), log_(log) {}
 
   // Handles what arrives within `timeout`. False when the running attempt must end
   // (JobState::interrupted).
@@ -57,7 +62,8 @@ private:
   JobState& state_;
   CheckpointCoordinator& checkpoints_;
   ClientCommands& commands_;
-  SnapshotReceiver* snapshots_;
+  SnapshotReceiver* uploads_;
+  SnapshotServer& snapshot_server_;
   spdlog::logger& log_;
   int signals_received_ = 0; // SIGINT and SIGTERM so far
 };

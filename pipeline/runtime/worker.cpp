@@ -19,6 +19,7 @@
 #include "pipeline/runtime/job_metrics.hpp"
 #include "pipeline/runtime/liveness_beacon.hpp"
 #include "pipeline/runtime/output_router.hpp"
+#include "pipeline/runtime/remote_checkpoint_files.hpp"
 #include "pipeline/runtime/runtime_settings.hpp"
 #include "pipeline/runtime/snapshot_uploader.hpp"
 #include "pipeline/runtime/spool_janitor.hpp"
@@ -164,12 +165,7 @@ private:
     auto warn = [this](const std::string& message) { log_.warn("{}", message); };
     chain_ = std::make_unique<TaskChain>(job_->spec, job_->plan, task_, *registry_, names_, warn, options_.spool_dir,
                                          options_.run_tag);
-    if (!options_.restore.empty()) {
-      auto restore = CheckpointRestore::open(options_.restore);
-      if (!restore) throw Error(ErrorKind::Snapshot, restore.error());
-      chain_->restore(*restore);
-      log_.debug("{} restored from {}", chain_->label(), options_.restore.string());
-    }
+    if (!options_.restore.empty()) restore_chain();
     exactly_once_ = job_->spec.root["checkpoint"]["mode"].value_or(std::string("exactly-once")) != "at-least-once";
 
     std::string endpoint;
@@ -203,6 +199,31 @@ private:
                                              settings_.batch_size, settings_.buffer_timeout,
                                              [this](zmq::socket_t& s) { wait_writable(s); }, security_);
     last_heartbeat_ = Clock::now();
+  }
+
+  // With [checkpoint] storage = "coordinator" the snapshot is on the coordinator's disk only:
+  // a private copy is fetched first (remote_checkpoint_files.hpp) and removed once the chain
+  // has read its state from it, or failed to.
+  void restore_chain() {
+    std::optional<StagingDir> staged;
+    auto on_coordinator = [&](std::string message) {
+      return staged ? name_on_coordinator(std::move(message), *staged, checkpoint_dir_of(options_.restore))
+                    : message;
+    };
+    if (options_.bootstrap && options_.bootstrap->checkpoint_storage_coordinator) {
+      auto fetched = fetch_snapshot(context_, options_.coordinator, security_, options_.task, options_.attempt);
+      if (!fetched) throw Error(ErrorKind::Snapshot, fetched.error());
+      staged.emplace(std::move(*fetched));
+    }
+    auto restore = CheckpointRestore::open(staged ? staged->path() : options_.restore);
+    if (!restore) throw Error(ErrorKind::Snapshot, on_coordinator(restore.error()));
+    try {
+      chain_->restore(*restore);
+    } catch (const Error& e) {
+      throw Error(e.kind(), on_coordinator(e.what()));
+    }
+    log_.debug("{} restored from {}{}", chain_->label(), options_.restore.string(),
+               staged ? " (fetched from the coordinator)" : "");
   }
 
   // On the address this host reaches the coordinator from, which the coordinator (and the
@@ -393,7 +414,9 @@ private:
   std::filesystem::path snapshot_dir(const transport::BarrierPayload& barrier) {
     if (!options_.bootstrap || !options_.bootstrap->checkpoint_storage_coordinator) return barrier.directory;
     if (!staging_) {
-      staging_ = std::make_unique<StagingDir>();
+      auto staging = StagingDir::create("streamctl-snapshots");
+      if (!staging) throw Error(ErrorKind::Internal, staging.error());
+      staging_ = std::make_unique<StagingDir>(std::move(*staging));
       uploader_ = std::make_unique<SnapshotUploader>(context_, options_.coordinator, security_, options_.task,
                                                      options_.attempt);
     }

@@ -8,8 +8,11 @@
 #    file missing, and the job ends with exactly the expected records;
 #  - a remote worker killed (kill -9) mid-upload of the first checkpoint: the job restarts from
 #    the beginning and ends with exactly the expected records;
-#  - `stop` leaves a savepoint there; --from-savepoint and `rescale` (restores) are refused,
-#    naming storage = "shared", and so is a restart once a checkpoint has completed.
+#  - `rescale` of a running job (a savepoint there, restored by workers that fetch it), then
+#    `stop` (a savepoint there), then --from-savepoint of it: the two runs together write
+#    exactly the expected records;
+#  - a worker lost once a checkpoint has completed: the job restarts from that checkpoint,
+#    fetched from the coordinator, and ends with exactly the expected records.
 source "$SOURCE_DIR/tests/e2e/lib/common.bash"
 source "$SOURCE_DIR/tests/hosts/lib/hosts.bash"
 hosts_require
@@ -114,25 +117,30 @@ assert_eq 1 "$(check_snapshots "$CK/onexit")" "complete savepoints"
 check_hosts_private
 echo "savepoint on exit: complete"
 
-# `stop` of a running job: its savepoint lands here too; `rescale` (a restore) is refused.
+# 3. `rescale` of a running job, then `stop`: both savepoints land here, the rescaled workers
+# fetch theirs, and a run from the stop's savepoint finishes the job.
 pipeline stopping "$WORK/stopping" "$cluster" >"$WORK/stopping.toml"
 "$STREAMCTL" -v run "$WORK/stopping.toml" --set sources.gen.rate=20000 2>"$WORK/stopping.log" &
 job=$!
 wait_for_text "$WORK/stopping.log" "records flowing" 60
-run_expect 2 "$STREAMCTL" rescale stopping --parallelism 1
-assert_contains "$WORK/err" 'storage = "shared"'
+run_expect 0 "$STREAMCTL" rescale stopping --parallelism 1
+wait_for_text "$WORK/stopping.log" "rescaling: restarting" 60
+deadline=$((SECONDS + 60))
+until [[ $(grep -c "records flowing" "$WORK/stopping.log") -ge 2 ]]; do
+  ((SECONDS < deadline)) || fail "the rescaled job did not start: $(tail -5 "$WORK/stopping.log")"
+  sleep 0.1
+done
 run_expect 0 "$STREAMCTL" stop stopping
 savepoint=$(cat "$WORK/out")
 [[ -f $savepoint/_metadata && $savepoint == "$CK/stopping/"* ]] || fail "stop printed '$savepoint', not a savepoint in $CK/stopping"
 set +e; wait $job; code=$?; set -e
 assert_eq 0 "$code" "exit code of a job on two hosts stopped with a savepoint"
-assert_eq 1 "$(check_snapshots "$CK/stopping")" "complete savepoints of the stop"
+assert_eq 2 "$(check_snapshots "$CK/stopping")" "complete savepoints of the rescale and the stop"
 check_hosts_private
-echo "stop: savepoint complete, rescale refused"
-
-# 3. Restoring from it is not there yet: refused before anything starts, saying what works.
-run_expect 2 "$STREAMCTL" run "$WORK/onexit.toml" --from-savepoint "$(ls -d "$CK/onexit"/savepoint-*)"
-assert_contains "$WORK/err" 'storage = "shared"'
+run_expect 0 "$STREAMCTL" -v run "$WORK/stopping.toml" --from-savepoint "$savepoint"
+check_exact "$WORK/stopping" "a job rescaled, stopped and run again from its savepoint"
+check_hosts_private
+echo "rescale, stop and --from-savepoint: exact"
 
 # Waits for a .part file of a keyed task (chain 1, whose state is megabytes) in ROOT/chk-ID: an
 # upload in progress. Prints its path.
@@ -209,17 +217,17 @@ check_snapshots "$CK/killed" >/dev/null
 check_exact "$WORK/killed" "a worker killed mid-upload"
 check_hosts_private
 
-# 6. A worker lost once a checkpoint has completed: restarting would need that checkpoint on the
-# hosts, so the job fails, saying what works.
+# 6. A worker lost once a checkpoint has completed: the job restarts from that checkpoint,
+# which the new workers fetch from the coordinator.
 pipeline late "$WORK/late" "$cluster" >"$WORK/late.toml"
 "$STREAMCTL" -vv run "$WORK/late.toml" --set sources.gen.rate=20000 >/dev/null 2>"$WORK/late.log" &
 job=$!
 wait_for_text "$WORK/late.log" "checkpoint 1 complete" 60
 kill -9 $(remote_workers | head -1)
 set +e; wait $job; code=$?; set -e
-assert_eq 1 "$code" "exit code of a job that cannot restart from storage \"coordinator\""
-assert_contains "$WORK/late.log" 'cannot restart from'
-assert_contains "$WORK/late.log" 'storage = "shared"'
+assert_eq 0 "$code" "exit code of a job that lost a worker after a checkpoint ($(tail -3 "$WORK/late.log"))"
+assert_contains "$WORK/late.log" "from $CK/late/chk-"
+check_exact "$WORK/late" "a job restarted from a checkpoint on the coordinator"
 for host in h1 h2; do host_wait_only_sshd "$host" 10 || fail "processes left on $host"; done
 assert_no_processes_left
 echo "coordinator_storage: ok"
