@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Bad [cluster] input (issue 8, "Bad input"): an unreachable host, a host name that does not
 # resolve, a wrong binary path, a binary of another version, too few slots, the slurm
-# launcher outside a Slurm allocation and an unknown launcher each end `streamctl run` with exit 2 and a
+# launcher outside an allocation where Slurm cannot give one (no slurmctld runs here) and an
+# unknown launcher each end `streamctl run` with exit 2 and a
 # message naming the host and the cause, before anything starts, and leave nothing running
 # on any host.
 source "$SOURCE_DIR/tests/e2e/lib/common.bash"
@@ -70,6 +71,6 @@ binary = \"$WORK/other-streamctl\"" "is version 0.0.1-other" "ship_binary = true
 
 expect_refused too_few_slots "hosts = [{ host = \"h1\", slots = 1 }, { host = \"h2\", slots = 1 }]
 $opts" "cannot place the job"
-expect_refused slurm 'launcher = "slurm"' 'launcher = "slurm"'
+expect_refused slurm 'launcher = "slurm"' 'allocation'
 expect_refused unknown_launcher 'launcher = "kubernetes"' "launcher"
 echo "bad_hosts: ok"
