@@ -79,4 +79,10 @@ Result<std::string> tcp_bind_endpoint_towards(std::string_view endpoint) {
   return "tcp://" + (v6 ? "[" + *address + "]" : *address) + ":*";
 }
 
+std::string local_host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "this host";
+  return name;
+}
+
 } // namespace streamctl::transport

@@ -19,4 +19,7 @@ Result<std::string> local_address_towards(std::string_view endpoint);
 // "tcp://ADDRESS:*" for that address (IPv6 in brackets): an endpoint to bind on.
 Result<std::string> tcp_bind_endpoint_towards(std::string_view endpoint);
 
+// This host's name (gethostname), for messages; "this host" when it has none.
+std::string local_host_name();
+
 } // namespace streamctl::transport

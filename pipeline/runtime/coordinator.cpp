@@ -103,8 +103,7 @@ public:
     commands_ = std::make_unique<ClientCommands>(job_, options_.worker_limits, workers_,
                                                  *checkpoints_, control_, *state_, log_);
     // The workers send their snapshot files here (snapshot_receiver.hpp).
-    if (!hosts_.empty() && cluster_.storage == pipeline::CheckpointStorage::Coordinator)
-      uploads_ = std::make_unique<SnapshotReceiver>(log_);
+    if (snapshots_on_coordinator()) uploads_ = std::make_unique<SnapshotReceiver>(log_);
     commands_->set_placement_check([this](const LoadedJob& next) -> std::optional<std::string> {
       if (hosts_.empty()) return std::nullopt;
       try {
@@ -151,8 +150,9 @@ private:
     log_.info("hosts: {}; links between hosts: {}", where, security_.describe());
   }
 
-  // Whether workers read snapshots from the coordinator (and not from CHECKPOINT_DIR).
-  bool serves_snapshots() const {
+  // Whether the workers send their snapshot files to this process and fetch them from it,
+  // rather than use CHECKPOINT_DIR themselves ([checkpoint] storage).
+  bool snapshots_on_coordinator() const {
     return !hosts_.empty() && cluster_.storage == pipeline::CheckpointStorage::Coordinator;
   }
 
@@ -164,7 +164,7 @@ private:
     b.overrides = job_.overrides;
     b.security = encode_link_security(security_);
     b.heartbeat_timeout = restart_.heartbeat_timeout;
-    b.checkpoint_storage_coordinator = cluster_.storage == pipeline::CheckpointStorage::Coordinator;
+    b.checkpoint_storage_coordinator = snapshots_on_coordinator();
     return encode_bootstrap(b);
   }
 
@@ -172,7 +172,7 @@ private:
   void launch() {
     checkpoints_->begin_attempt(restore_from_);
     // Workers on other hosts fetch what they restore from here (storage = "coordinator").
-    snapshot_server_.begin_attempt(attempt_, serves_snapshots() ? restore_from_ : std::filesystem::path());
+    snapshot_server_.begin_attempt(attempt_, snapshots_on_coordinator() ? restore_from_ : std::filesystem::path());
     AttemptArgs args;
     args.job_dir = registration_->dir();
     args.socket_dir = registration_->socket_dir();

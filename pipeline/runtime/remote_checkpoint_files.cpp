@@ -12,6 +12,7 @@
 #include "pipeline/runtime/checkpoint_metadata.hpp"
 #include "pipeline/runtime/snapshot_server.hpp"
 #include "transport/control.hpp"
+#include "transport/local_address.hpp"
 #include "transport/secure_endpoint.hpp"
 
 namespace streamctl::runtime {
@@ -20,12 +21,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-std::string this_host() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "this host";
-  return name;
-}
 
 std::string describe(std::chrono::milliseconds d) {
   return d.count() % 1000 == 0 ? std::to_string(d.count() / 1000) + " s"
@@ -74,7 +69,7 @@ public:
   Result<void> fetch(const std::string& name, const fs::path& to) {
     auto where = [&](const std::string& what) {
       return fail(name + ": " + what + " (fetching the snapshot from the coordinator at " +
-                  endpoint_ + " to " + this_host() + ")");
+                  endpoint_ + " to " + transport::local_host_name() + ")");
     };
     FileDescriptor fd(::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     if (fd.get() < 0) return where("cannot create " + to.string() + ": " + std::strerror(errno));

@@ -452,9 +452,10 @@ private:
   //
   // Meanwhile the job's final checkpoint (a TRIGGER marked final, sent to every task once all
   // have finished) snapshots what the end of input left: the sources' end positions, the state
-  // the operators keep, and the sink's output since the last checkpoint, prepared. Its COMMIT
-  // publishes that output, so a worker that dies while publishing it is restarted from this
-  // checkpoint and publishes the rest, rather than the job failing with part of its output out.
+  // the operators keep, and the sink's output since the last checkpoint, prepared. RELEASE, sent
+  // once it is complete, publishes that output (finish_sink), so a worker that dies while
+  // publishing it is restarted from this checkpoint and publishes the rest, rather than the job
+  // failing with part of its output out.
   void await_release() {
     for (;;) {
       report_snapshots();

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "transport/control.hpp"
+#include "transport/local_address.hpp"
 #include "transport/protocol.hpp"
 
 #ifndef STREAMCTL_VERSION
@@ -22,12 +23,6 @@ constexpr std::string_view kMagic = "streamctl-bootstrap";
 constexpr std::size_t kMaxHeaderBytes = 200;
 // A pipeline file is at most a few MiB (config_loader.hpp); a length beyond this is garbage.
 constexpr std::size_t kMaxBodyBytes = 256u << 20;
-
-std::string this_host() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "?";
-  return name;
-}
 
 // Reads up to and without the next LF, at most `limit` bytes, one byte at a time so that
 // nothing past the bootstrap is taken from the channel.
@@ -168,7 +163,7 @@ WorkerBootstrap read_bootstrap(int fd) {
   auto header = parse_bootstrap_header(*line);
   if (!header) throw Error(ErrorKind::Internal, header.error());
   if (header->version != streamctl_version() || header->protocol != transport::kProtocolVersion) {
-    throw Error(ErrorKind::Usage, "streamctl worker on host '" + this_host() + "' is version " +
+    throw Error(ErrorKind::Usage, "streamctl worker on host '" + transport::local_host_name() + "' is version " +
                                       std::string(streamctl_version()) + " (protocol " +
                                       std::to_string(transport::kProtocolVersion) +
                                       ") but its coordinator is version " + header->version +
