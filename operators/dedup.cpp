@@ -8,11 +8,12 @@
 
 #include "operators/bad_record.hpp"
 #include "operators/bloom_filter.hpp"
+#include "operators/field_reads.hpp"
 #include "operators/key_fields.hpp"
 #include "pipeline/spec/pipeline_spec.hpp"
 #include "state/error.hpp"
-#include "state/key_group.hpp"
 #include "state/key_codec.hpp"
+#include "state/key_group.hpp"
 #include "state/keyed_map.hpp"
 #include "state/state_codec.hpp"
 #include "state/timer_service.hpp"
@@ -342,10 +343,22 @@ std::string number_text(double v) {
 
 } // namespace
 
+namespace {
+
+// Projection: the key, and what is read after it (records pass whole).
+std::vector<pipeline::FieldSet> dedup_reads(const pipeline::PipelineSpec&, const pipeline::NodeSpec& node,
+                                            const pipeline::FieldSet& main, const pipeline::FieldSet&) {
+  pipeline::FieldSet reads = main;
+  add_key_fields(reads, node);
+  return {reads};
+}
+
+} // namespace
+
 pipeline::NodeTypeSchema dedup_schema() {
   using pipeline::KeySchema;
   using pipeline::KeyType;
-  return pipeline::NodeTypeSchema{
+  pipeline::NodeTypeSchema schema{
       "dedup",
       {
           KeySchema{"key", KeyType::StringArray, true, {}, {}, "fields that identify a duplicate"},
@@ -356,6 +369,8 @@ pipeline::NodeTypeSchema dedup_schema() {
           KeySchema{"expected_keys", KeyType::Int, false, {}, {},
                     "bloom: distinct keys per `within` for the whole node"},
       }};
+  schema.read_fields = dedup_reads;
+  return schema;
 }
 
 std::unique_ptr<Operator> make_dedup(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,

@@ -1,6 +1,7 @@
 #include "operators/filter.hpp"
 
 #include "operators/bad_record.hpp"
+#include "operators/field_reads.hpp"
 #include "operators/wall_clock.hpp"
 #include "pipeline/spec/expression.hpp"
 
@@ -33,11 +34,25 @@ private:
 };
 } // namespace
 
+namespace {
+
+// Projection: what the filter's `where` reads, and what is read after it (records pass whole).
+std::vector<pipeline::FieldSet> filter_reads(const pipeline::PipelineSpec&, const pipeline::NodeSpec& node,
+                                             const pipeline::FieldSet& main, const pipeline::FieldSet&) {
+  pipeline::FieldSet reads = main;
+  add_expression_fields(reads, node.config.get("where"));
+  return {reads};
+}
+
+} // namespace
+
 pipeline::NodeTypeSchema filter_schema() {
   using pipeline::KeySchema;
   using pipeline::KeyType;
-  return pipeline::NodeTypeSchema{
+  pipeline::NodeTypeSchema schema{
       "filter", {KeySchema{"where", KeyType::Expression, true, {}, {}, "keep records where this is true"}}};
+  schema.read_fields = filter_reads;
+  return schema;
 }
 
 std::unique_ptr<Operator> make_filter(const pipeline::PipelineSpec&, const pipeline::NodeSpec& node,

@@ -1,6 +1,7 @@
 #include "operators/flat_map.hpp"
 
 #include "operators/bad_record.hpp"
+#include "operators/field_reads.hpp"
 #include "state/error.hpp"
 
 namespace streamctl::operators {
@@ -77,10 +78,23 @@ private:
 
 } // namespace
 
+namespace {
+
+// Projection: the exploded or split field, and what is read after it.
+std::vector<pipeline::FieldSet> flat_map_reads(const pipeline::PipelineSpec&, const pipeline::NodeSpec& node,
+                                               const pipeline::FieldSet& main, const pipeline::FieldSet&) {
+  pipeline::FieldSet reads = main;
+  if (auto explode = node.config["explode"].value<std::string>()) reads.add(*explode);
+  if (auto field = node.config["split"]["field"].value<std::string>()) reads.add(*field);
+  return {reads};
+}
+
+} // namespace
+
 pipeline::NodeTypeSchema flat_map_schema() {
   using pipeline::KeySchema;
   using pipeline::KeyType;
-  return pipeline::NodeTypeSchema{
+  pipeline::NodeTypeSchema schema{
       "flat_map",
       {
           KeySchema{"explode", KeyType::String, false, {}, {}, "array field: one record per element"},
@@ -93,6 +107,8 @@ pipeline::NodeTypeSchema flat_map_schema() {
                      KeySchema{"as", KeyType::String, false, {}, {}, "name of the piece (default: field)"}},
                     "string field: one record per piece"},
       }};
+  schema.read_fields = flat_map_reads;
+  return schema;
 }
 
 std::unique_ptr<Operator> make_flat_map(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,

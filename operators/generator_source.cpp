@@ -71,8 +71,9 @@ class GeneratorSource final : public Source {
 public:
   // `only`: for nexmark, the one kind of event to emit (absent: all), numbered as in the full
   // stream.
+  // `emitted`: the fields anything downstream reads (projection.hpp); the others are not made.
   GeneratorSource(const pipeline::NodeSpec& node, state::FieldNames& names,
-                  std::optional<NexmarkKind> only)
+                  std::optional<NexmarkKind> only, const pipeline::FieldSet& emitted)
       : only_(only) {
     std::string profile = node.config["profile"].value_or(std::string("counter"));
     profile_ = profile == "clicks"    ? Profile::Clicks
@@ -94,6 +95,10 @@ public:
     page_ = names.intern("page");
     status_ = names.intern("status");
     bytes_ = names.intern("bytes");
+    for (state::FieldId id : {seq_, ts_, user_, page_, status_, bytes_}) {
+      if (id >= wanted_.size()) wanted_.resize(id + 1, false);
+      wanted_[id] = emitted.contains(std::string(names.name(id)));
+    }
     if (profile_ == Profile::Nexmark) nexmark_fields_.emplace(names);
   }
 
@@ -235,16 +240,18 @@ private:
     std::int64_t ts = start_time_ + static_cast<std::int64_t>(n) * interval_ms_;
     builder_.reset();
     if (profile_ == Profile::Counter) {
-      builder_.append(seq_, Value::integer(static_cast<std::int64_t>(n)));
-      builder_.append(ts_, Value::integer(ts));
+      if (wanted_[seq_]) builder_.append(seq_, Value::integer(static_cast<std::int64_t>(n)));
+      if (wanted_[ts_]) builder_.append(ts_, Value::integer(ts));
     } else {
       std::uint64_t r = mix(seed_ * 0x100000001b3ULL ^ n);
-      builder_.append(ts_, Value::integer(ts));
-      builder_.append(user_, Value::string(numbered(out, "u", r % users_)));
-      builder_.append(page_, Value::string(numbered(out, "/p/", (r >> 20) % pages_)));
+      if (wanted_[ts_]) builder_.append(ts_, Value::integer(ts));
+      if (wanted_[user_]) builder_.append(user_, Value::string(numbered(out, "u", r % users_)));
+      if (wanted_[page_])
+        builder_.append(page_, Value::string(numbered(out, "/p/", (r >> 20) % pages_)));
       std::uint64_t s = (r >> 40) % 100;
-      builder_.append(status_, Value::integer(s < 90 ? 200 : s < 97 ? 404 : 500));
-      builder_.append(bytes_, Value::integer(static_cast<std::int64_t>(100 + (r >> 8) % 9900)));
+      if (wanted_[status_]) builder_.append(status_, Value::integer(s < 90 ? 200 : s < 97 ? 404 : 500));
+      if (wanted_[bytes_])
+        builder_.append(bytes_, Value::integer(static_cast<std::int64_t>(100 + (r >> 8) % 9900)));
     }
     builder_.finish(out);
   }
@@ -275,6 +282,7 @@ private:
   std::chrono::steady_clock::time_point started_;
   bool rate_started_ = false;
   state::FieldId seq_, ts_, user_, page_, status_, bytes_;
+  std::vector<bool> wanted_; // by FieldId: whether the clicks and counter fields are made
   std::optional<NexmarkFields> nexmark_fields_; // for profile nexmark
   state::RecordBuilder builder_;
 };
@@ -314,7 +322,8 @@ std::unique_ptr<Source> make_generator_source(const pipeline::PipelineSpec& spec
     if (*events == "auction") only = NexmarkKind::Auction;
     if (*events == "bid") only = NexmarkKind::Bid;
   }
-  return std::make_unique<GeneratorSource>(node, names, only);
+  return std::make_unique<GeneratorSource>(node, names, only,
+                                           spec.fields_emitted(spec.index_of(node)));
 }
 
 } // namespace streamctl::operators

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "operators/bad_record.hpp"
+#include "operators/field_reads.hpp"
 #include "operators/toml_order.hpp"
 #include "operators/wall_clock.hpp"
 #include "pipeline/spec/expression.hpp"
@@ -69,16 +70,40 @@ private:
 
 } // namespace
 
+namespace {
+
+// Projection, backwards through the map (set, then rename, then remove): a field that `set`
+// assigns is not read from the input unless an expression reads it; the old name of a renamed
+// field is read when its new name is; both names are kept, for records without the old one.
+std::vector<pipeline::FieldSet> map_reads(const pipeline::PipelineSpec&, const pipeline::NodeSpec& node,
+                                          const pipeline::FieldSet& main, const pipeline::FieldSet&) {
+  if (main.all) return {main};
+  pipeline::FieldSet reads = main;
+  if (const auto* renames = node.config["rename"].as_table())
+    for (const auto& [from, to] : *renames)
+      if (const auto* name = to.as_string(); name == nullptr || main.contains(name->get()))
+        reads.add(std::string(from.str()));
+  if (const auto* sets = node.config["set"].as_table()) {
+    for (const auto& [name, value] : *sets) reads.names.erase(std::string(name.str()));
+    for (const auto& [name, value] : *sets) add_expression_fields(reads, &value);
+  }
+  return {reads};
+}
+
+} // namespace
+
 pipeline::NodeTypeSchema map_schema() {
   using pipeline::KeySchema;
   using pipeline::KeyType;
-  return pipeline::NodeTypeSchema{
+  pipeline::NodeTypeSchema schema{
       "map",
       {
           KeySchema{"set", KeyType::ExpressionMap, false, {}, {}, "fields to assign: name = expression"},
           KeySchema{"rename", KeyType::StringMap, false, {}, {}, "fields to rename: old = new"},
           KeySchema{"remove", KeyType::StringArray, false, {}, {}, "fields to remove"},
       }};
+  schema.read_fields = map_reads;
+  return schema;
 }
 
 std::unique_ptr<Operator> make_map(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,

@@ -7,12 +7,13 @@
 
 #include "operators/aggregates.hpp"
 #include "operators/bad_record.hpp"
+#include "operators/field_reads.hpp"
 #include "operators/key_fields.hpp"
 #include "operators/toml_order.hpp"
 #include "operators/wall_clock.hpp"
 #include "pipeline/spec/pipeline_spec.hpp"
-#include "state/key_group.hpp"
 #include "state/key_codec.hpp"
+#include "state/key_group.hpp"
 #include "state/keyed_map.hpp"
 #include "state/state_codec.hpp"
 
@@ -194,16 +195,31 @@ private:
 
 } // namespace
 
+namespace {
+
+// Projection: a reduce's rows are made of its key and aggregates.
+std::vector<pipeline::FieldSet> reduce_reads(const pipeline::PipelineSpec&, const pipeline::NodeSpec& node,
+                                             const pipeline::FieldSet&, const pipeline::FieldSet&) {
+  pipeline::FieldSet reads;
+  add_key_fields(reads, node);
+  add_aggregate_fields(reads, node);
+  return {reads};
+}
+
+} // namespace
+
 pipeline::NodeTypeSchema reduce_schema() {
   using pipeline::KeySchema;
   using pipeline::KeyType;
-  return pipeline::NodeTypeSchema{
+  pipeline::NodeTypeSchema schema{
       "reduce",
       {
           KeySchema{"key", KeyType::StringArray, true, {}, {}, "fields that form the key"},
           KeySchema{"aggregates", KeyType::StringMap, true, {}, {}, "name = \"function(field)\""},
           KeySchema{"ttl", KeyType::Duration, false, {}, {}, "forget keys idle this long"},
       }};
+  schema.read_fields = reduce_reads;
+  return schema;
 }
 
 std::unique_ptr<Operator> make_reduce(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,

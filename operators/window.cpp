@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "operators/bad_record.hpp"
+#include "operators/field_reads.hpp"
 #include "operators/session_windows.hpp"
 #include "operators/toml_order.hpp"
 #include "state/key_codec.hpp"
@@ -620,10 +621,24 @@ private:
 
 } // namespace
 
+namespace {
+
+// Projection: a window's rows are made of its key and aggregates; its late output passes the
+// records it got.
+std::vector<pipeline::FieldSet> window_reads(const pipeline::PipelineSpec&, const pipeline::NodeSpec& node,
+                                             const pipeline::FieldSet&, const pipeline::FieldSet& late) {
+  pipeline::FieldSet reads = late;
+  add_key_fields(reads, node);
+  add_aggregate_fields(reads, node);
+  return {reads};
+}
+
+} // namespace
+
 pipeline::NodeTypeSchema window_schema() {
   using pipeline::KeySchema;
   using pipeline::KeyType;
-  return pipeline::NodeTypeSchema{
+  pipeline::NodeTypeSchema schema{
       "window",
       {
           KeySchema{"key", KeyType::StringArray, true, {}, {}, "fields that form the key"},
@@ -669,6 +684,8 @@ pipeline::NodeTypeSchema window_schema() {
                     {},
                     "a name other nodes read late records from"},
       }};
+  schema.read_fields = window_reads;
+  return schema;
 }
 
 std::unique_ptr<Operator> make_window(const pipeline::PipelineSpec& spec,

@@ -334,13 +334,16 @@ std::size_t BatchEncoder::collect_container(const Value& v) {
   return n;
 }
 
-void BatchEncoder::encode(const Batch& batch, const FieldNames& names, std::string& out) {
+void BatchEncoder::encode(const Batch& batch, const FieldNames& names, std::string& out,
+                          const std::vector<bool>* keep) {
+  auto kept = [keep](FieldId id) { return keep == nullptr || (id < keep->size() && (*keep)[id]); };
   // Pass 1: the name table and a bound of the size, so that pass 2 writes through a pointer.
   used_.clear();
   std::size_t bound = 5 + 2 * max_varint;
   for (const Record& r : batch) {
     bound += max_varint;
     for (const Field& f : r) {
+      if (!kept(f.name)) continue;
       index_of(f.name);
       bound += max_varint + collect(f.value);
     }
@@ -358,8 +361,14 @@ void BatchEncoder::encode(const Batch& batch, const FieldNames& names, std::stri
   p = put_varint(p, batch.size());
   const std::uint32_t* index = index_plus_one_.data();
   for (const Record& r : batch) {
-    p = put_varint(p, r.size);
+    std::uint32_t count = r.size;
+    if (keep != nullptr) {
+      count = 0;
+      for (const Field& f : r) count += kept(f.name) ? 1 : 0;
+    }
+    p = put_varint(p, count);
     for (const Field& f : r) {
+      if (keep != nullptr && !kept(f.name)) continue;
       std::uint32_t i = index[f.name] - 1;
       if (i < 0x80)
         *p++ = static_cast<char>(i);
@@ -389,9 +398,10 @@ void BatchEncoder::append_timestamps(const Batch& batch, std::string& out) {
   out.resize(static_cast<std::size_t>(p - out.data()));
 }
 
-void encode_batch(const Batch& batch, const FieldNames& names, std::string& out) {
+void encode_batch(const Batch& batch, const FieldNames& names, std::string& out,
+                  const std::vector<bool>* keep) {
   thread_local BatchEncoder encoder;
-  encoder.encode(batch, names, out);
+  encoder.encode(batch, names, out, keep);
 }
 
 Result<Batch> decode_batch(std::string_view bytes, std::shared_ptr<const void> owner,

@@ -71,8 +71,11 @@ inline constexpr int batch_codec_max_depth = 256;
 // one encoder per thread.
 class BatchEncoder {
 public:
-  // Appends the encoding of `batch` to `out`; reuses out's capacity.
-  void encode(const Batch& batch, const FieldNames& names, std::string& out);
+  // Appends the encoding of `batch` to `out`; reuses out's capacity. With `keep` (by FieldId),
+  // only the top-level fields it marks are written (projection pushdown: the fields the
+  // receiver reads); a FieldId beyond its size is dropped.
+  void encode(const Batch& batch, const FieldNames& names, std::string& out,
+              const std::vector<bool>* keep = nullptr);
 
 private:
   std::size_t collect(const Value& v);
@@ -85,7 +88,8 @@ private:
 };
 
 // Appends the encoding of `batch` to `out` (uses a thread-local BatchEncoder).
-void encode_batch(const Batch& batch, const FieldNames& names, std::string& out);
+void encode_batch(const Batch& batch, const FieldNames& names, std::string& out,
+                  const std::vector<bool>* keep = nullptr);
 
 // Decodes a batch. Zero copy: string values point into `bytes`, and the batch retains `owner`,
 // which must keep `bytes` alive (pass nullptr only if the caller keeps it alive longer than the

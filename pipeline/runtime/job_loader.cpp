@@ -2,6 +2,7 @@
 
 #include "operators/record_error_policy.hpp"
 #include "pipeline/spec/expression.hpp"
+#include "pipeline/spec/projection.hpp"
 #include "state/error.hpp"
 
 namespace streamctl::runtime {
@@ -29,6 +30,7 @@ LoadedJob finish_loading(pipeline::LoadResult result, const operators::Registry&
                          std::vector<std::string> overrides) {
   if (!result.diagnostics.empty() || !result.spec) throw_diagnostics(result.diagnostics);
   pipeline::PipelineSpec& spec = *result.spec;
+  pipeline::plan_projection(spec, catalog_of(registry));
 
   std::string problems;
   for (const auto& node : spec.nodes) {

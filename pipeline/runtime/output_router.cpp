@@ -22,6 +22,16 @@ OutputRouter::OutputRouter(zmq::context_t& context, const pipeline::PipelineSpec
         throw Error(ErrorKind::Internal, "edge into '" + spec.nodes[e->to_node].name + "' is keyed but the node has no key");
       edge.max_parallelism = static_cast<std::uint32_t>(spec.max_parallelism);
     }
+    std::shared_ptr<const std::vector<bool>> keep;
+    if (auto reads = spec.fields_read(e->to_node, static_cast<std::size_t>(e->input_index)); !reads.all) {
+      auto mask = std::make_shared<std::vector<bool>>();
+      for (const auto& name : reads.names) {
+        state::FieldId id = names.intern(name);
+        if (id >= mask->size()) mask->resize(static_cast<std::size_t>(id) + 1, false);
+        (*mask)[id] = true;
+      }
+      keep = std::move(mask);
+    }
     int downstream = plan.chains[static_cast<std::size_t>(e->to_chain)].parallelism;
     for (int d = 0; d < downstream; ++d) {
       if (!e->connects(task.subtask, d)) continue;
@@ -31,6 +41,7 @@ OutputRouter::OutputRouter(zmq::context_t& context, const pipeline::PipelineSpec
         throw Error(ErrorKind::Internal, "no endpoint for task " + std::to_string(target->id));
       auto channel_id = static_cast<std::uint32_t>((e->id << 20) | (task.subtask << 10) | d);
       Channel channel;
+      channel.keep = keep;
       channel.socket = std::make_unique<transport::OutputChannel>(
           context, it->second, channel_id, static_cast<std::uint16_t>(e->input_index), security);
       edge.channels.push_back(std::move(channel));
@@ -100,7 +111,8 @@ void OutputRouter::send(Channel& channel, transport::FrameKind kind, std::string
   header.sequence = channel.socket->next_sequence();
   buffer_.clear();
   transport::write_frame_header(header, buffer_);
-  if (kind == transport::FrameKind::Data) state::encode_batch(channel.pending, names_, buffer_);
+  if (kind == transport::FrameKind::Data)
+    state::encode_batch(channel.pending, names_, buffer_, channel.keep.get());
   else buffer_.append(payload);
   zmq::message_t message(buffer_.data(), buffer_.size());
   while (!channel.socket->try_send(message)) wait_(channel.socket->socket());

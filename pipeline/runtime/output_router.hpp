@@ -66,6 +66,8 @@ private:
     state::Batch pending;
     Clock::time_point first_pending{};
     bool retained_this_batch = false;
+    // By FieldId: the fields the receiving node reads (projection.hpp); null: all of them.
+    std::shared_ptr<const std::vector<bool>> keep;
   };
   struct Edge {
     pipeline::Partition partition;

@@ -17,7 +17,27 @@ struct EdgeView {
   bool fused;
   int channels; // data channels between processes; 0 when fused
   bool late;    // carries the late records of a window (`late_output`)
+  std::size_t input_index; // position of `from` in the inputs of `to`
 };
+
+// The fields an edge carries (projection.hpp): null for every field, else a sorted list.
+std::string fields_json(const FieldSet& fields) {
+  if (fields.all) return "null";
+  std::string out = "[";
+  for (const auto& name : fields.names) {
+    if (out.size() > 1) out += ',';
+    out += state::json_string(name);
+  }
+  return out + "]";
+}
+
+std::string fields_text(const FieldSet& fields) {
+  if (fields.all) return "all fields";
+  if (fields.names.empty()) return "no fields";
+  std::string out;
+  for (const auto& name : fields.names) out += (out.empty() ? "" : ", ") + name;
+  return "fields " + out;
+}
 
 std::vector<int> chain_of_nodes(const PipelineSpec& spec, const PhysicalPlan& plan) {
   std::vector<int> chain_of(spec.nodes.size(), -1);
@@ -35,7 +55,7 @@ std::vector<EdgeView> edge_views(const PipelineSpec& spec, const PhysicalPlan& p
       InputRef ref = resolve_input(spec, inputs[i]);
       std::size_t from = ref.node;
       EdgeView view{from, to, Partition::Forward, chain_of[from] == chain_of[to], 0,
-                    ref.port == kLateOutput};
+                    ref.port == kLateOutput, i};
       for (const auto& e : plan.edges)
         if (e.from_node == from && e.to_node == to && e.input_index == static_cast<int>(i)) {
           view.partition = e.partition;
@@ -210,8 +230,9 @@ std::string render_text(const PipelineSpec& spec, const PhysicalPlan& plan, cons
   for (const auto& e : edge_views(spec, plan)) {
     out << "  " << spec.nodes[e.from].name << (e.late ? " (late records)" : "") << " -> "
         << spec.nodes[e.to].name << ": ";
-    if (e.fused) out << "forward, fused (in memory)\n";
-    else out << partition_name(e.partition) << ", " << e.channels << " channel(s)\n";
+    if (e.fused) out << "forward, fused (in memory)";
+    else out << partition_name(e.partition) << ", " << e.channels << " channel(s)";
+    out << "; " << fields_text(spec.fields_read(e.to, e.input_index)) << "\n";
   }
   out << placement_text(spec, plan, pp);
   return out.str();
@@ -260,7 +281,9 @@ std::string render_json(const PipelineSpec& spec, const PhysicalPlan& plan, cons
     out << (k ? "," : "") << "{\"name\":" << json_string(n.name) << ",\"role\":" << json_string(role_name(n.role))
         << ",\"type\":" << json_string(n.type) << ",\"parallelism\":" << spec.parallelism_of(n) << ",\"inputs\":[";
     for (std::size_t i = 0; i < n.inputs.size(); ++i) out << (i ? "," : "") << json_string(n.inputs[i]);
-    out << "]}";
+    out << "]";
+    if (n.role == NodeRole::Source) out << ",\"fields\":" << fields_json(spec.fields_emitted(k));
+    out << "}";
   }
   out << "],\"edges\":[";
   auto edges = edge_views(spec, plan);
@@ -269,7 +292,8 @@ std::string render_json(const PipelineSpec& spec, const PhysicalPlan& plan, cons
     out << (k ? "," : "") << "{\"from\":" << json_string(spec.nodes[e.from].name)
         << ",\"to\":" << json_string(spec.nodes[e.to].name) << ",\"partition\":"
         << json_string(e.fused ? "forward" : partition_name(e.partition)) << ",\"fused\":" << (e.fused ? "true" : "false")
-        << ",\"channels\":" << e.channels << ",\"late\":" << (e.late ? "true" : "false") << "}";
+        << ",\"channels\":" << e.channels << ",\"late\":" << (e.late ? "true" : "false")
+        << ",\"fields\":" << fields_json(spec.fields_read(e.to, e.input_index)) << "}";
   }
   out << "],\"chains\":[";
   for (std::size_t k = 0; k < plan.chains.size(); ++k) {

@@ -11,10 +11,25 @@
 // writes the coordinator's terminal and runs on its host; a type with a `path` key reads or
 // writes files, and takes `shared = true` (NodeReach in pipeline_spec.hpp).
 
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "pipeline/spec/field_set.hpp"
+
 namespace streamctl::pipeline {
+
+struct NodeSpec;
+struct PipelineSpec;
+
+// Projection pushdown (projection.hpp): given the fields that consumers read of a node's main
+// output and of its late output, the fields the node reads of each of its inputs (one entry per
+// `inputs` name, in order). A node type without one reads every field of every input (a sink
+// that writes whole records). It must not throw: what it cannot analyse (an expression that
+// does not compile, which validation reports anyway) it answers with FieldSet::everything().
+using ReadFields = std::function<std::vector<FieldSet>(
+    const PipelineSpec& spec, const NodeSpec& node, const FieldSet& main_needed,
+    const FieldSet& late_needed)>;
 
 enum class KeyType {
   String,
@@ -46,6 +61,7 @@ struct NodeTypeSchema {
   bool takes_inputs = true;          // false for sources
   bool single_instance = false;      // stdin and stdout: parallelism is always 1, and it runs
                                      // on the coordinator's host (its terminal)
+  ReadFields read_fields;            // empty: reads every field of every input
 };
 
 const char* key_type_name(KeyType t);

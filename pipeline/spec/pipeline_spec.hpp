@@ -16,6 +16,7 @@
 #include <toml++/toml.h>
 
 #include "pipeline/spec/diagnostics.hpp"
+#include "pipeline/spec/field_set.hpp"
 
 namespace streamctl::pipeline {
 
@@ -64,6 +65,26 @@ struct PipelineSpec {
   std::vector<NodeSpec> nodes;    // sources, then operators, then sinks, each in file order
   std::vector<TestCase> tests;
   toml::table root;               // the whole document after --set overrides
+  // Projection pushdown (projection.hpp), filled after validation by plan_projection: by node
+  // index, the fields read of each of its inputs, and for a source the fields it must emit.
+  // Empty (projection off, or not planned): every field everywhere.
+  std::vector<std::vector<FieldSet>> input_fields;
+  std::vector<FieldSet> source_fields;
+
+  FieldSet fields_read(std::size_t node, std::size_t input_index) const {
+    if (node >= input_fields.size() || input_index >= input_fields[node].size())
+      return FieldSet::everything();
+    return input_fields[node][input_index];
+  }
+  FieldSet fields_emitted(std::size_t source) const {
+    return source < source_fields.size() ? source_fields[source] : FieldSet::everything();
+  }
+  // The index of a node of this spec; nodes.size() for a node of another.
+  std::size_t index_of(const NodeSpec& node) const {
+    for (std::size_t k = 0; k < nodes.size(); ++k)
+      if (&nodes[k] == &node) return k;
+    return nodes.size();
+  }
 
   const NodeSpec* find(const std::string& node_name) const {
     for (const auto& n : nodes)

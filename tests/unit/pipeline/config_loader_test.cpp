@@ -331,8 +331,8 @@ TEST_CASE("an unknown top-level key suggests the closest or lists the valid ones
              "unknown key 'paralelism' at the top level; did you mean 'parallelism'?");
   CHECK_DIAG(r, "p.toml:2:1",
              "unknown key 'zzz' at the top level; valid keys: name, parallelism, max_parallelism, "
-             "buffer_timeout, batch_size, checkpoint, restart, cluster, metrics, sources, "
-             "operators, sinks, test");
+             "buffer_timeout, batch_size, projection, checkpoint, restart, cluster, metrics, "
+             "sources, operators, sinks, test");
 }
 
 TEST_CASE("checkpoint, restart and metrics tables are checked", "[config]") {

@@ -381,3 +381,42 @@ TEST_CASE("codec: event timestamps travel as a delta column, and only when prese
   auto cut = decode_batch(std::string_view(bytes).substr(0, bytes.size() - 1), nullptr, names);
   CHECK_FALSE(cut.ok());
 }
+
+TEST_CASE("codec: with a keep mask only the marked top-level fields travel", "[codec]") {
+  FieldNames sender;
+  Batch batch = sample_batch(sender);
+  // Keep "user" and "nest" (whose nested names must still be in the table) and one id past
+  // the mask's end, which is dropped.
+  std::vector<bool> keep(sender.intern("nest") + 1, false);
+  keep[sender.intern("user")] = true;
+  keep[sender.intern("nest")] = true;
+  std::string bytes;
+  encode_batch(batch, sender, bytes, &keep);
+
+  FieldNames receiver;
+  auto decoded = decode_batch(bytes, nullptr, receiver);
+  REQUIRE(decoded.ok());
+  REQUIRE(decoded->size() == batch.size()); // records stay, even when none of their fields do
+  for (std::size_t k = 0; k < batch.size(); ++k) {
+    const Record& original = batch[k];
+    const Record& projected = (*decoded)[k];
+    std::string expected;
+    std::string actual;
+    for (const Field& f : original)
+      if (f.name < keep.size() && keep[f.name]) {
+        expected += std::string(sender.name(f.name)) + "=";
+        append_json_value(f.value, sender, expected);
+        expected += ";";
+      }
+    for (const Field& f : projected) {
+      actual += std::string(receiver.name(f.name)) + "=";
+      append_json_value(f.value, receiver, actual);
+      actual += ";";
+    }
+    INFO(k);
+    CHECK(actual == expected);
+  }
+  CHECK((*decoded)[0].size == 1);
+  CHECK((*decoded)[3].size == 1);
+  CHECK(bytes.size() < encode(batch, sender).size() / 4);
+}

@@ -1,0 +1,176 @@
+#include <catch2/catch.hpp>
+
+#include "operators/registry.hpp"
+#include "pipeline/runtime/job_loader.hpp"
+
+using namespace streamctl;
+
+namespace {
+
+runtime::LoadedJob load(const std::string& text) {
+  operators::Registry registry;
+  operators::register_builtin_types(registry);
+  return runtime::load_job_text(text, "projection.toml", std::filesystem::current_path(), {}, registry);
+}
+
+pipeline::FieldSet names(std::initializer_list<const char*> list) {
+  pipeline::FieldSet out;
+  for (const char* n : list) out.add(n);
+  return out;
+}
+
+std::size_t node(const runtime::LoadedJob& job, const std::string& name) {
+  return job.spec.index_of(*job.spec.find(name));
+}
+
+} // namespace
+
+TEST_CASE("a keyed count reads only its key and its aggregates' arguments", "[projection]") {
+  auto job = load(R"toml(name = "p"
+[sources.g]
+type = "generator"
+profile = "clicks"
+event_time = "ts / 1000"
+[operators.big]
+type = "filter"
+inputs = ["g"]
+where = "bytes > 100"
+[operators.per_user]
+type = "window"
+inputs = ["big"]
+key = ["user"]
+window = { kind = "tumbling", size = "1s" }
+aggregates = { n = "count()", most = "max(status)" }
+[sinks.out]
+type = "stdout"
+inputs = ["per_user"]
+)toml");
+  CHECK(job.spec.fields_read(node(job, "per_user"), 0) == names({"status", "user"}));
+  CHECK(job.spec.fields_read(node(job, "big"), 0) == names({"bytes", "status", "user"}));
+  // The source also makes what its event_time reads.
+  CHECK(job.spec.fields_emitted(node(job, "g")) == names({"bytes", "status", "ts", "user"}));
+  CHECK(job.spec.fields_read(node(job, "out"), 0).all);
+}
+
+TEST_CASE("a sink that writes whole records needs every field upstream", "[projection]") {
+  auto job = load(R"toml(name = "p"
+[sources.g]
+type = "generator"
+[operators.ok]
+type = "filter"
+inputs = ["g"]
+where = "seq > 1"
+[sinks.out]
+type = "stdout"
+inputs = ["ok"]
+)toml");
+  CHECK(job.spec.fields_read(node(job, "ok"), 0).all);
+  CHECK(job.spec.fields_emitted(node(job, "g")).all);
+}
+
+TEST_CASE("a map reads what its expressions read and the old names of what it renames", "[projection]") {
+  auto job = load(R"toml(name = "p"
+[sources.g]
+type = "generator"
+profile = "clicks"
+[operators.m]
+type = "map"
+inputs = ["g"]
+set = { kb = "bytes / 1024", user = "lower(user)" }
+rename = { page = "path" }
+remove = ["status"]
+[operators.per_path]
+type = "reduce"
+inputs = ["m"]
+key = ["path", "user"]
+aggregates = { kb = "sum(kb)" }
+[sinks.out]
+type = "stdout"
+inputs = ["per_path"]
+)toml");
+  // kb is made by `set` from bytes; user is set from itself; path comes from page.
+  CHECK(job.spec.fields_read(node(job, "m"), 0) == names({"bytes", "page", "path", "user"}));
+  CHECK(job.spec.fields_read(node(job, "per_path"), 0) == names({"kb", "path", "user"}));
+}
+
+TEST_CASE("two consumers of one source: the source makes what either reads", "[projection]") {
+  auto job = load(R"toml(name = "p"
+[sources.g]
+type = "generator"
+profile = "clicks"
+[operators.a]
+type = "reduce"
+inputs = ["g"]
+key = ["user"]
+aggregates = { n = "count()" }
+[operators.b]
+type = "reduce"
+inputs = ["g"]
+key = ["page"]
+aggregates = { n = "count()" }
+[sinks.out]
+type = "stdout"
+inputs = ["a", "b"]
+)toml");
+  CHECK(job.spec.fields_read(node(job, "a"), 0) == names({"user"}));
+  CHECK(job.spec.fields_read(node(job, "b"), 0) == names({"page"}));
+  CHECK(job.spec.fields_emitted(node(job, "g")) == names({"page", "user"}));
+}
+
+TEST_CASE("a window's late output passes what its consumers read", "[projection]") {
+  auto job = load(R"toml(name = "p"
+[sources.g]
+type = "generator"
+profile = "clicks"
+event_time = "ts"
+[operators.w]
+type = "window"
+inputs = ["g"]
+key = ["user"]
+window = { kind = "tumbling", size = "1s" }
+aggregates = { n = "count()" }
+late_output = "late"
+[sinks.out]
+type = "stdout"
+inputs = ["w"]
+[sinks.late_out]
+type = "stdout"
+inputs = ["late"]
+)toml");
+  CHECK(job.spec.fields_read(node(job, "w"), 0).all);
+}
+
+TEST_CASE("nodes that report bad records whole, joins, and projection = false read everything",
+          "[projection]") {
+  const std::string base = R"toml(name = "p"
+[sources.g]
+type = "generator"
+profile = "clicks"
+[operators.f]
+type = "filter"
+inputs = ["g"]
+where = "status == 200"
+ON_ERROR
+[operators.r]
+type = "reduce"
+inputs = ["f"]
+key = ["user"]
+aggregates = { n = "count()" }
+[sinks.out]
+type = "stdout"
+inputs = ["r"]
+)toml";
+  auto with = [&](const std::string& on_error, const std::string& top = "") {
+    std::string text = base;
+    text.replace(text.find("ON_ERROR"), 8, on_error);
+    return load(top + text);
+  };
+  // Nodes are numbered sources, operators, sinks: g 0, f 1, r 2, out 3.
+  CHECK(with("").spec.fields_read(1, 0) == names({"status", "user"}));
+  CHECK(with("").spec.fields_read(2, 0) == names({"user"}));
+  CHECK(with("on_error = \"fail\"").spec.fields_read(1, 0).all);
+  CHECK(with("on_error = \"fail\"").spec.fields_read(2, 0) == names({"user"}));
+  CHECK(with("on_error = \"fail\"").spec.fields_emitted(0).all);
+  CHECK(with("", "projection = false\n").spec.fields_read(2, 0).all);
+  CHECK(with("", "projection = false\n").spec.fields_emitted(0).all);
+}
