@@ -46,6 +46,12 @@ OutputRouter::OutputRouter(zmq::context_t& context, const pipeline::PipelineSpec
           context, it->second, channel_id, static_cast<std::uint16_t>(e->input_index), security);
       edge.channels.push_back(std::move(channel));
     }
+    if (edge.partition == pipeline::Partition::Key) {
+      const int parallelism = static_cast<int>(edge.channels.size());
+      for (std::uint32_t group = 0; group < edge.max_parallelism; ++group)
+        edge.channel_of_group.push_back(static_cast<std::uint16_t>(
+            state::subtask_for_key_group(group, parallelism, edge.max_parallelism)));
+    }
     edges_.push_back(std::move(edge));
   }
 }
@@ -76,13 +82,11 @@ void OutputRouter::append(Channel& channel, const state::Batch& batch) {
 
 // Each record to the subtask that owns its key group (SPEC §3).
 void OutputRouter::route_by_key(Edge& edge, const state::Batch& batch) {
-  const int parallelism = static_cast<int>(edge.channels.size());
   for (auto& channel : edge.channels) channel.retained_this_batch = false;
   for (const auto& record : batch) {
     edge.key->encode(record, names_, key_bytes_);
     std::uint32_t group = state::key_group_of(state::hash_key_bytes(key_bytes_), edge.max_parallelism);
-    Channel& channel = edge.channels[static_cast<std::size_t>(
-        state::subtask_for_key_group(group, parallelism, edge.max_parallelism))];
+    Channel& channel = edge.channels[edge.channel_of_group[group]];
     if (!channel.retained_this_batch) {
       if (channel.pending.empty()) channel.first_pending = Clock::now();
       channel.pending.retain_memory_of(batch);
