@@ -6,10 +6,10 @@
 #   tests/bench/nexmark.sh [--events N] [--queries q0,q7,...] [--parallelism 1,2] [--streamctl PATH]
 #
 # --events is the generator's count per run (default 1,000,000: about a minute for all the
-# queries at both parallelisms on a 2-core machine, 59 s measured under load). Per query and parallelism it prints
-# the events, the wall seconds, events per wall second, and events per CPU second: user + system
-# time of streamctl and every worker it started (the whole process tree, as GNU time counts
-# reaped children), a figure a busy shared machine disturbs less than wall time.
+# queries at both parallelisms on a 2-core machine; 59 s measured under load). Per query and
+# parallelism it prints the events, the wall seconds, events per wall second, and events per
+# CPU second: user + system time of streamctl and every worker it started (the whole process
+# tree, as GNU time counts reaped children), a figure a busy machine disturbs less than wall time.
 set -euo pipefail
 
 events=1000000
@@ -39,7 +39,8 @@ export STREAMCTL_STATE_DIR="$work/state"
 
 if [[ -z $queries ]]; then
   # q0, q1, ..., q22 in numeric order.
-  queries=$(ls "$examples"/nexmark_q*.toml | sed 's/.*nexmark_\(q[0-9]*\)\.toml/\1/' | sort -k1.2n | paste -sd,)
+  queries=$(ls "$examples"/nexmark_q*.toml | sed 's/.*nexmark_\(q[0-9]*\)\.toml/\1/' |
+    sort -k1.2n | paste -sd,)
 fi
 IFS=, read -ra query_list <<<"$queries"
 IFS=, read -ra p_list <<<"$parallelisms"
@@ -59,7 +60,8 @@ for q in "${query_list[@]}"; do
       { echo "$q at parallelism $p failed:" >&2; tail -5 "$work/log" >&2; exit 1; }
     end=$(now)
     rows=$(cat "$work/out"/part-* 2>/dev/null | wc -l)
-    python3 - "$q" "$p" "$events" "$start" "$end" "$(awk '{print $1 + $2}' "$work/cpu")" "$rows" <<'PY'
+    cpu=$(awk '{print $1 + $2}' "$work/cpu")
+    python3 - "$q" "$p" "$events" "$start" "$end" "$cpu" "$rows" <<'PY'
 import sys
 q, p, n, start, end, cpu, rows = sys.argv[1:]
 n, wall, cpu = int(n), float(end) - float(start), float(cpu)

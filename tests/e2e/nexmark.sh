@@ -13,8 +13,8 @@ for example in "$SOURCE_DIR"/examples/nexmark_q*.toml; do
   done
   [[ -s "$WORK/$query.p1" ]] || fail "$query printed nothing over $events events"
   for p in 2 4; do
-    cmp -s "$WORK/$query.p1" "$WORK/$query.p$p" ||
-      fail "$query: the output at parallelism $p differs from that at 1: $(diff "$WORK/$query.p1" "$WORK/$query.p$p" | head -5)"
+    cmp -s "$WORK/$query.p1" "$WORK/$query.p$p" || fail "$query: the output at parallelism $p \
+differs from that at 1: $(diff "$WORK/$query.p1" "$WORK/$query.p$p" | head -5)"
   done
   count=$((count + 1))
 done
