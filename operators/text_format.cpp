@@ -41,6 +41,12 @@ LineDecoder::LineDecoder(const pipeline::PipelineSpec& spec, const pipeline::Nod
                          state::FieldNames& names)
     : format_(text_format_of(node)), names_(names), line_field_(names.intern("line")) {
   if (format_ == TextFormat::Csv) csv_ = std::make_unique<state::CsvReader>(csv_options(spec, node), names);
+  if (auto emitted = spec.fields_emitted(spec.index_of(node)); !emitted.all && format_ != TextFormat::Lines)
+    for (const auto& name : emitted.names) {
+      state::FieldId id = names.intern(name);
+      if (id >= keep_.size()) keep_.resize(static_cast<std::size_t>(id) + 1, false);
+      keep_[id] = true;
+    }
 }
 
 Result<void> LineDecoder::decode(std::string_view line, state::Batch& batch) {
@@ -66,6 +72,10 @@ Result<void> LineDecoder::decode(std::string_view line, state::Batch& batch) {
     builder_.append(line_field_, state::Value::string(line));
     break;
   }
+  }
+  if (!keep_.empty()) {
+    auto& fields = builder_.mutable_fields();
+    std::erase_if(fields, [this](const state::Field& f) { return f.name >= keep_.size() || !keep_[f.name]; });
   }
   builder_.finish(batch);
   return {};

@@ -34,6 +34,9 @@ private:
   state::FieldId line_field_;
   std::unique_ptr<state::CsvReader> csv_;
   state::RecordBuilder builder_;
+  // By FieldId: the fields anything downstream reads (projection.hpp); empty: every field.
+  // The others are parsed (a bad value still makes a bad record) but not kept.
+  std::vector<bool> keep_;
 };
 
 // Turns records into lines (with "\n"). Not thread-safe (one per subtask).
