@@ -97,14 +97,14 @@ bool needs_check(const Node& call, std::size_t k) {
 }
 
 // A three-way result (-1, 0, 1) as the answer of comparison `c`.
-bool decide(Code c, int three_way) {
+bool decide(Code c, int order) {
   switch (c) {
-  case Code::Eq: return three_way == 0;
-  case Code::Ne: return three_way != 0;
-  case Code::Lt: return three_way < 0;
-  case Code::Le: return three_way <= 0;
-  case Code::Gt: return three_way > 0;
-  default: return three_way >= 0;
+  case Code::Eq: return order == 0;
+  case Code::Ne: return order != 0;
+  case Code::Lt: return order < 0;
+  case Code::Le: return order <= 0;
+  case Code::Gt: return order > 0;
+  default: return order >= 0;
   }
 }
 
@@ -112,11 +112,11 @@ template <typename T> int three_way(T x, T y) {
   return x < y ? -1 : (x > y ? 1 : 0);
 }
 
-// Comparison fast paths; false when the operands need apply_compare.
 // An int within ±2^53 is exactly a double, so comparing it as one with a float is exact
 // (as compare_numbers is for every int).
 constexpr std::int64_t exact_in_double = std::int64_t{1} << 53;
 
+// Comparison fast paths; false when the operands need apply_compare.
 bool compare_fast(Code c, const Value& a, const Value& b, Value& out) {
   if (a.kind != b.kind) {
     Value x = a;
