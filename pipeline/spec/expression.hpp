@@ -8,6 +8,9 @@
 // into the caller's arena. Null semantics: arithmetic on null is null, a comparison with null
 // is false. A type error at run time (a string where a number is needed) is a per-record
 // error: eval() returns false and sets ctx.error; it never throws and never crashes.
+//
+// Not thread-safe: eval() writes the program's registers and field-position hints, so an
+// Expression belongs to one task thread (as FieldNames and Arena do).
 
 #include <cstdint>
 #include <memory>

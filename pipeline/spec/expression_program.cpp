@@ -607,6 +607,8 @@ bool Program::run(const state::Record& record, EvalContext& ctx, Value& out) con
         copy_value(r[in.dst], Value::integer(static_cast<std::int64_t>(hash_int(a.i))));
       } else if (a.kind == Kind::String) {
         copy_value(r[in.dst], Value::integer(static_cast<std::int64_t>(hash_string(a.str()))));
+      } else if (a.kind == Kind::Null) { // hash() propagates null
+        copy_value(r[in.dst], Value::null());
       } else if (!run_call(in, args_.data() + in.args, record, r, env, r[in.dst])) {
         return false;
       }
