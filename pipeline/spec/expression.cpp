@@ -1,4 +1,7 @@
-// Evaluation of compiled expressions (the tree built by expression_parser.cpp).
+// Evaluation of compiled expressions: the rules, and the tree walker that applies them to the
+// tree built by expression_parser.cpp. The walker folds constants at compile time and is the
+// reference that the flat program (expression_program.cpp) is tested against; eval() runs
+// the program.
 //
 // Per-record rules (SPEC §5), decided here:
 //   - Arithmetic: int op int is an int (overflow is a per-record error, never a wrap);
@@ -24,6 +27,7 @@
 
 #include "pipeline/spec/expression_functions.hpp"
 #include "pipeline/spec/expression_parser.hpp"
+#include "pipeline/spec/expression_program.hpp"
 
 namespace streamctl::pipeline {
 
@@ -65,6 +69,8 @@ std::string operand_name(const Node& n, std::size_t k) {
   return std::string(sides[k > 0 ? 1 : 0]) + sym + "'";
 }
 
+} // namespace
+
 const Value* lookup(const Node& n, const state::Record& r) {
   const state::FieldId id = n.path[0];
   const Value* v = nullptr;
@@ -91,10 +97,8 @@ const Value* lookup(const Node& n, const state::Record& r) {
   return v;
 }
 
-// Evaluates `operand` in a logical context: null is false, a non-bool is an error.
-bool truth(const Node& operand, const Node& parent, std::size_t k, Env& env, bool& out) {
-  Value v;
-  if (!eval(operand, env, v)) return false;
+bool truth_of(const Node& operand, const Node& parent, std::size_t k, const Value& v, Env& env,
+              bool& out) {
   if (v.kind == Kind::Bool) {
     out = v.b;
     return true;
@@ -104,6 +108,15 @@ bool truth(const Node& operand, const Node& parent, std::size_t k, Env& env, boo
     return true;
   }
   return type_error(env, operand, operand_name(parent, k), bool_mask, v, parent);
+}
+
+namespace {
+
+// Evaluates `operand` in a logical context: null is false, a non-bool is an error.
+bool truth(const Node& operand, const Node& parent, std::size_t k, Env& env, bool& out) {
+  Value v;
+  if (!eval(operand, env, v)) return false;
+  return truth_of(operand, parent, k, v, env, out);
 }
 
 bool int_arithmetic(const Node& n, std::int64_t a, std::int64_t b, Env& env, Value& out) {
@@ -131,9 +144,9 @@ bool int_arithmetic(const Node& n, std::int64_t a, std::int64_t b, Env& env, Val
   return true;
 }
 
-bool arithmetic(const Node& n, Env& env, Value& out) {
-  Value a, b;
-  if (!eval(*n.args[0], env, a) || !eval(*n.args[1], env, b)) return false;
+} // namespace
+
+bool apply_arithmetic(const Node& n, const Value& a, const Value& b, Env& env, Value& out) {
   const Node& left = *n.args[0];
   const Node& right = *n.args[1];
   if (n.op == Op::Add) {
@@ -183,6 +196,8 @@ bool arithmetic(const Node& n, Env& env, Value& out) {
   return true;
 }
 
+namespace {
+
 const char* comparison_symbol(Op op) {
   switch (op) {
   case Op::Eq: return "==";
@@ -194,9 +209,9 @@ const char* comparison_symbol(Op op) {
   }
 }
 
-bool compare(const Node& n, Env& env, Value& out) {
-  Value a, b;
-  if (!eval(*n.args[0], env, a) || !eval(*n.args[1], env, b)) return false;
+} // namespace
+
+bool apply_compare(const Node& n, const Value& a, const Value& b, Env& env, Value& out) {
   if (a.is_null() || b.is_null()) {
     out = Value::boolean(false);
     return true;
@@ -230,9 +245,7 @@ bool compare(const Node& n, Env& env, Value& out) {
   return true;
 }
 
-bool index(const Node& n, Env& env, Value& out) {
-  Value base, key;
-  if (!eval(*n.args[0], env, base) || !eval(*n.args[1], env, key)) return false;
+bool apply_index(const Node& n, const Value& base, const Value& key, Env& env, Value& out) {
   out = Value::null();
   if (base.is_null() || key.is_null()) return true;
   if (base.kind == Kind::Array) {
@@ -256,8 +269,37 @@ bool index(const Node& n, Env& env, Value& out) {
   return type_error(env, *n.args[0], "indexed value", array_mask | map_mask, base, n);
 }
 
-bool call(const Node& n, Env& env, Value& out) {
+bool apply_negate(const Node& n, const Value& v, Env& env, Value& out) {
+  if (v.kind == Kind::Int) {
+    if (v.i == std::numeric_limits<std::int64_t>::min())
+      return fail(env, "integer overflow in " + quoted(n));
+    out = Value::integer(-v.i);
+  } else if (v.kind == Kind::Float) {
+    out = Value::floating(-v.f);
+  } else if (v.is_null()) {
+    out = Value::null();
+  } else {
+    return type_error(env, *n.args[0], operand_name(n, 0), number_mask, v, n);
+  }
+  return true;
+}
+
+int check_argument(const Node& n, std::uint32_t k, const Value& arg, Env& env) {
   const FunctionInfo& fn = *n.fn;
+  if (arg.is_null()) return fn.nulls_propagate ? 1 : 0;
+  KindMask accepted = fn.param(k);
+  if (!(mask_of(arg.kind) & accepted)) {
+    type_error(env, *n.args[k],
+               "argument " + std::to_string(k + 1) + " of " + std::string(fn.name) + "()",
+               accepted, arg, n);
+    return -1;
+  }
+  return 0;
+}
+
+namespace {
+
+bool call(const Node& n, Env& env, Value& out) {
   auto count = static_cast<std::uint32_t>(n.args.size());
   Value inline_args[max_inline_args];
   Value* args = inline_args;
@@ -265,21 +307,17 @@ bool call(const Node& n, Env& env, Value& out) {
   for (std::uint32_t k = 0; k < count; ++k) {
     const Node& arg = *n.args[k];
     if (!eval(arg, env, args[k])) return false;
-    if (args[k].is_null()) {
-      if (fn.nulls_propagate) {
-        out = Value::null();
-        return true;
-      }
-      continue;
+    int checked = check_argument(n, k, args[k], env);
+    if (checked < 0) return false;
+    if (checked > 0) {
+      out = Value::null();
+      return true;
     }
-    KindMask accepted = fn.param(k);
-    if (!(mask_of(args[k].kind) & accepted))
-      return type_error(env, arg,
-                        "argument " + std::to_string(k + 1) + " of " + std::string(fn.name) + "()",
-                        accepted, args[k], n);
   }
   return call_function(n, args, count, env, out);
 }
+
+} // namespace
 
 Value copy_into(state::Arena& arena, const Value& v) {
   if (v.kind == Kind::String) return Value::string(arena.copy(v.str()));
@@ -289,8 +327,6 @@ Value copy_into(state::Arena& arena, const Value& v) {
     elements[k] = copy_into(arena, v.array[k]);
   return Value::array_of(elements, v.size);
 }
-
-} // namespace
 
 bool eval(const Node& n, Env& env, Value& out) {
   switch (n.op) {
@@ -303,18 +339,7 @@ bool eval(const Node& n, Env& env, Value& out) {
   case Op::Neg: {
     Value v;
     if (!eval(*n.args[0], env, v)) return false;
-    if (v.kind == Kind::Int) {
-      if (v.i == std::numeric_limits<std::int64_t>::min())
-        return fail(env, "integer overflow in " + quoted(n));
-      out = Value::integer(-v.i);
-    } else if (v.kind == Kind::Float) {
-      out = Value::floating(-v.f);
-    } else if (v.is_null()) {
-      out = Value::null();
-    } else {
-      return type_error(env, *n.args[0], operand_name(n, 0), number_mask, v, n);
-    }
-    return true;
+    return apply_negate(n, v, env, out);
   }
   case Op::Not: {
     bool b;
@@ -326,13 +351,21 @@ bool eval(const Node& n, Env& env, Value& out) {
   case Op::Sub:
   case Op::Mul:
   case Op::Div:
-  case Op::Mod: return arithmetic(n, env, out);
+  case Op::Mod: {
+    Value a, b;
+    if (!eval(*n.args[0], env, a) || !eval(*n.args[1], env, b)) return false;
+    return apply_arithmetic(n, a, b, env, out);
+  }
   case Op::Eq:
   case Op::Ne:
   case Op::Lt:
   case Op::Le:
   case Op::Gt:
-  case Op::Ge: return compare(n, env, out);
+  case Op::Ge: {
+    Value a, b;
+    if (!eval(*n.args[0], env, a) || !eval(*n.args[1], env, b)) return false;
+    return apply_compare(n, a, b, env, out);
+  }
   case Op::And:
   case Op::Or: {
     bool want = n.op == Op::Or; // the value that decides the result early
@@ -358,7 +391,11 @@ bool eval(const Node& n, Env& env, Value& out) {
     if (!truth(*n.args[0], n, 0, env, c)) return false;
     return eval(*n.args[c ? 1 : 2], env, out);
   }
-  case Op::Index: return index(n, env, out);
+  case Op::Index: {
+    Value base, key;
+    if (!eval(*n.args[0], env, base) || !eval(*n.args[1], env, key)) return false;
+    return apply_index(n, base, key, env, out);
+  }
   case Op::Call: return call(n, env, out);
   }
   return fail(env, "internal: unknown expression node");
@@ -390,6 +427,7 @@ Expression Expression::compile(std::string_view text, state::FieldNames& names) 
   e.root_ = std::make_unique<ExpressionNode>();
   expr::parse(text, names, *e.root_);
   e.fields_ = e.root_->fields;
+  e.program_ = std::make_unique<expr::Program>(*e.root_);
   return e;
 }
 
@@ -399,13 +437,13 @@ std::optional<Expression::FieldReference> Expression::field_reference() const {
 }
 
 bool Expression::eval(const state::Record& record, EvalContext& ctx, Value& out) const {
-  if (!root_ || !root_->root) {
+  if (!program_) { // compile() makes the tree and the program together
     ctx.error = "expression is empty (moved from)";
     return false;
   }
   try {
-    expr::Env env{record, ctx, root_->names};
-    if (!expr::eval(*root_->root, env, out)) return false;
+    if (!program_->run(record, ctx, out)) return false;
+    if (out.kind != Kind::String && out.kind != Kind::Array) return true; // the common case
     if (out.kind == Kind::String && out.size == 0) {
       out = Value::string(std::string_view{""}); // static storage: no lifetime to track
     } else if (!root_->strings.empty() && ctx.arena != nullptr && root_->borrows(out)) {

@@ -1,12 +1,16 @@
 #pragma once
 // Expressions of SPEC §5, compiled once per operator and evaluated per record.
 //
-// compile() parses and type-checks the text and resolves field names to FieldIds, so that
-// eval() neither re-parses nor looks names up by string. eval() does not allocate for
+// compile() parses and type-checks the text, folds constants, resolves field names to
+// FieldIds and lowers the result to a flat program of typed instructions, so that eval()
+// neither re-parses, nor looks names up by string, nor walks a tree. eval() does not allocate for
 // values that already exist in the record; strings a function makes (lower, concat, ...) go
 // into the caller's arena. Null semantics: arithmetic on null is null, a comparison with null
 // is false. A type error at run time (a string where a number is needed) is a per-record
 // error: eval() returns false and sets ctx.error; it never throws and never crashes.
+//
+// Not thread-safe: eval() writes the program's registers and field-position hints, so an
+// Expression belongs to one task thread (as FieldNames and Arena do).
 
 #include <cstdint>
 #include <memory>
@@ -39,7 +43,10 @@ struct EvalContext {
   std::string error;             // set when eval() returns false
 };
 
-struct ExpressionNode; // compiled form, private to expression.cpp
+struct ExpressionNode; // the parsed tree, private to the expression engine
+namespace expr {
+class Program; // the tree lowered to instructions (expression_program.hpp)
+}
 
 class Expression {
 public:
@@ -76,6 +83,7 @@ private:
   std::string text_;
   std::vector<std::string> fields_;
   std::unique_ptr<ExpressionNode> root_;
+  std::unique_ptr<expr::Program> program_; // points into *root_
 };
 
 } // namespace streamctl::pipeline

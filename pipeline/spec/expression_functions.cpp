@@ -229,26 +229,6 @@ bool write_text(const Value& v, const state::FieldNames* names, Sink& out, int d
 //          that field order does not matter; names are hashed as text, never as FieldIds
 // This format is a contract: changing it changes every key that was hashed with it.
 
-struct Fnv {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  void byte(std::uint8_t b) {
-    h ^= b;
-    h *= 0x100000001b3ULL;
-  }
-  void u32(std::uint32_t v) {
-    for (int k = 0; k < 4; ++k)
-      byte(static_cast<std::uint8_t>(v >> (8 * k)));
-  }
-  void u64(std::uint64_t v) {
-    for (int k = 0; k < 8; ++k)
-      byte(static_cast<std::uint8_t>(v >> (8 * k)));
-  }
-  void bytes(std::string_view s) {
-    for (char c : s)
-      byte(static_cast<std::uint8_t>(c));
-  }
-};
-
 bool float_as_int(double d, std::int64_t& out) {
   if (!std::isfinite(d) || d != std::trunc(d)) return false;
   if (d < -9223372036854775808.0 || d >= 9223372036854775808.0) return false;
@@ -311,15 +291,6 @@ bool hash_into(Fnv& h, const Value& v, const state::FieldNames* names, int depth
   }
   }
   return true;
-}
-
-std::uint64_t fmix64(std::uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdULL;
-  k ^= k >> 33;
-  k *= 0xc4ceb9fe1a85ec53ULL;
-  k ^= k >> 33;
-  return k;
 }
 
 // ---- time ----

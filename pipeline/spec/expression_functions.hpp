@@ -73,6 +73,53 @@ bool fail(Env& env, std::string message);
 // `n` bytes in the caller's arena; nullptr with an error when the context has no arena.
 char* allocate(Env& env, std::size_t n);
 
+// The two halves of hash() (format in the .cpp): FNV-1a 64 over canonical bytes, then the
+// murmur3 fmix64 finalizer. Inline so that the program's hash of an int or a string (the
+// common keys) is a handful of instructions with no call.
+struct Fnv {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  void byte(std::uint8_t b) {
+    h ^= b;
+    h *= 0x100000001b3ULL;
+  }
+  void u32(std::uint32_t v) {
+    for (int k = 0; k < 4; ++k)
+      byte(static_cast<std::uint8_t>(v >> (8 * k)));
+  }
+  void u64(std::uint64_t v) {
+    for (int k = 0; k < 8; ++k)
+      byte(static_cast<std::uint8_t>(v >> (8 * k)));
+  }
+  void bytes(std::string_view s) {
+    for (char c : s)
+      byte(static_cast<std::uint8_t>(c));
+  }
+};
+
+inline std::uint64_t fmix64(std::uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdULL;
+  k ^= k >> 33;
+  k *= 0xc4ceb9fe1a85ec53ULL;
+  k ^= k >> 33;
+  return k;
+}
+
+// hash() of an int and of a string, exactly as hash_value computes them.
+inline std::uint64_t hash_int(std::int64_t i) {
+  Fnv h;
+  h.byte('i');
+  h.u64(static_cast<std::uint64_t>(i));
+  return fmix64(h.h);
+}
+inline std::uint64_t hash_string(std::string_view s) {
+  Fnv h;
+  h.byte('s');
+  h.u32(static_cast<std::uint32_t>(s.size()));
+  h.bytes(s);
+  return fmix64(h.h);
+}
+
 // Text of a value as to_string() renders it: strings as they are, arrays and maps as JSON.
 bool render(const state::Value& v, Env& env, state::Value& out);
 // Stable 64-bit hash of a value's canonical bytes (see the format in the .cpp).

@@ -136,6 +136,29 @@ struct Env {
 // error; never throws.
 bool eval(const Node& node, Env& env, state::Value& out);
 
+// The operators applied to operands already evaluated (expression.cpp): one definition of
+// each rule and each message, shared by the tree walker above and the flat program of
+// expression_program.hpp. `n` is the operator's node. Each returns false with env.ctx.error
+// set on a per-record error.
+bool apply_arithmetic(const Node& n, const state::Value& a, const state::Value& b, Env& env,
+                      state::Value& out);
+bool apply_compare(const Node& n, const state::Value& a, const state::Value& b, Env& env,
+                   state::Value& out);
+bool apply_index(const Node& n, const state::Value& base, const state::Value& key, Env& env,
+                 state::Value& out);
+bool apply_negate(const Node& n, const state::Value& v, Env& env, state::Value& out);
+// `v`, operand `k` of `parent`, in a logical context: null is false, a non-bool is an error.
+bool truth_of(const Node& operand, const Node& parent, std::size_t k, const state::Value& v,
+              Env& env, bool& out);
+// Argument `k` of call `n` against the function's table: 1 when it is null and nulls
+// propagate (the call's result is null), 0 when it is acceptable, -1 (error set) when its
+// kind is not.
+int check_argument(const Node& n, std::uint32_t k, const state::Value& arg, Env& env);
+// The value a field node names in `r` (path through nested maps), or nullptr when absent.
+const state::Value* lookup(const Node& n, const state::Record& r);
+// A deep copy of a string or array (of strings) into `arena`.
+state::Value copy_into(state::Arena& arena, const state::Value& v);
+
 // Parses, type-checks and constant-folds `text` (expression_parser.cpp). Throws
 // ExpressionError.
 void parse(std::string_view text, state::FieldNames& names, ExpressionNode& program);

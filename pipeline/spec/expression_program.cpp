@@ -1,0 +1,689 @@
+// Lowering of the expression tree into a flat program, and the loop that runs it (see the
+// header). The fast paths below compute exactly what apply_* (expression.cpp) would for the
+// same operands; whatever they do not handle (a null, a mix of kinds, an overflow, a division
+// by zero) goes to apply_*, which also writes the message.
+
+#include "pipeline/spec/expression_program.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "pipeline/spec/expression_functions.hpp"
+
+namespace streamctl::pipeline::expr {
+
+using state::Kind;
+using state::Value;
+
+ConstantDivisor::ConstantDivisor(std::int64_t d) : d_(d) {
+  if (d == 1 || d == -1) return;
+  one_ = false;
+  // Hacker's Delight, figure 10-1, for 64 bits: the smallest p such that 2^p / |d| rounded up
+  // is a multiplier exact for every dividend.
+  constexpr std::uint64_t two63 = std::uint64_t{1} << 63;
+  std::uint64_t ad = d < 0 ? 0 - static_cast<std::uint64_t>(d) : static_cast<std::uint64_t>(d);
+  std::uint64_t t = two63 + (static_cast<std::uint64_t>(d) >> 63);
+  std::uint64_t anc = t - 1 - t % ad; // |nc|
+  int p = 63;
+  std::uint64_t q1 = two63 / anc;
+  std::uint64_t r1 = two63 - q1 * anc;
+  std::uint64_t q2 = two63 / ad;
+  std::uint64_t r2 = two63 - q2 * ad;
+  std::uint64_t delta = 0;
+  do {
+    ++p;
+    q1 *= 2;
+    r1 *= 2;
+    if (r1 >= anc) {
+      ++q1;
+      r1 -= anc;
+    }
+    q2 *= 2;
+    r2 *= 2;
+    if (r2 >= ad) {
+      ++q2;
+      r2 -= ad;
+    }
+    delta = ad - r2;
+  } while (q1 < delta || (q1 == delta && r1 == 0));
+  std::uint64_t magic = q2 + 1;
+  magic_ = static_cast<std::int64_t>(d < 0 ? 0 - magic : magic);
+  shift_ = p - 64;
+}
+
+namespace {
+
+// Values are copied in the loop as two 8-byte words (kind and size; payload): a load right
+// after a store is then served by one store from the store buffer. A 16-byte load of a value
+// written as two words, or an 8-byte load of one written field by field, cannot be forwarded
+// and waits for the stores to reach the cache.
+inline void copy_value(Value& dst, const Value& src) {
+  std::uint64_t head;
+  std::uint64_t body;
+  std::memcpy(&head, &src, sizeof head);
+  std::memcpy(&body, &src.i, sizeof body);
+  std::memcpy(static_cast<void*>(&dst), &head, sizeof head);
+  std::memcpy(&dst.i, &body, sizeof body);
+}
+
+Code arithmetic_code(Op op) {
+  switch (op) {
+  case Op::Add: return Code::Add;
+  case Op::Sub: return Code::Sub;
+  case Op::Mul: return Code::Mul;
+  case Op::Div: return Code::Div;
+  default: return Code::Mod;
+  }
+}
+
+Code comparison_code(Op op) {
+  switch (op) {
+  case Op::Eq: return Code::Eq;
+  case Op::Ne: return Code::Ne;
+  case Op::Lt: return Code::Lt;
+  case Op::Le: return Code::Le;
+  case Op::Gt: return Code::Gt;
+  default: return Code::Ge;
+  }
+}
+
+// Whether CheckArg can ever act on argument k: a null that propagates, or a kind that the
+// function does not take.
+bool needs_check(const Node& call, std::size_t k) {
+  KindMask type = call.args[k]->type;
+  if ((type & null_mask) && call.fn->nulls_propagate) return true;
+  return (type & ~null_mask & ~call.fn->param(k)) != 0;
+}
+
+// A three-way result (-1, 0, 1) as the answer of comparison `c`.
+bool decide(Code c, int order) {
+  switch (c) {
+  case Code::Eq: return order == 0;
+  case Code::Ne: return order != 0;
+  case Code::Lt: return order < 0;
+  case Code::Le: return order <= 0;
+  case Code::Gt: return order > 0;
+  default: return order >= 0;
+  }
+}
+
+template <typename T> int three_way(T x, T y) {
+  return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+// An int within ±2^53 is exactly a double, so comparing it as one with a float is exact
+// (as compare_numbers is for every int).
+constexpr std::int64_t exact_in_double = std::int64_t{1} << 53;
+
+// Comparison fast paths; false when the operands need apply_compare.
+bool compare_fast(Code c, const Value& a, const Value& b, Value& out) {
+  if (a.kind != b.kind) {
+    Value x = a;
+    Value y = b;
+    if (x.kind == Kind::Int && y.kind == Kind::Float && x.i >= -exact_in_double &&
+        x.i <= exact_in_double)
+      x = Value::floating(static_cast<double>(x.i));
+    else if (x.kind == Kind::Float && y.kind == Kind::Int && y.i >= -exact_in_double &&
+             y.i <= exact_in_double)
+      y = Value::floating(static_cast<double>(y.i));
+    else
+      return false;
+    return compare_fast(c, x, y, out);
+  }
+  switch (a.kind) {
+  case Kind::Int: copy_value(out, Value::boolean(decide(c, three_way(a.i, b.i)))); return true;
+  case Kind::Float: {
+    // IEEE comparisons treat NaN as apply_compare does: unordered, so only != holds.
+    bool r = false;
+    switch (c) {
+    case Code::Eq: r = a.f == b.f; break;
+    case Code::Ne: r = a.f != b.f; break;
+    case Code::Lt: r = a.f < b.f; break;
+    case Code::Le: r = a.f <= b.f; break;
+    case Code::Gt: r = a.f > b.f; break;
+    default: r = a.f >= b.f; break;
+    }
+    copy_value(out, Value::boolean(r));
+    return true;
+  }
+  case Kind::String:
+    if (c == Code::Eq || c == Code::Ne) {
+      bool same = a.size == b.size && (a.size == 0 || std::memcmp(a.s, b.s, a.size) == 0);
+      copy_value(out, Value::boolean(same == (c == Code::Eq)));
+    } else {
+      copy_value(out, Value::boolean(decide(c, three_way(a.str().compare(b.str()), 0))));
+    }
+    return true;
+  default: return false;
+  }
+}
+
+// Arithmetic fast paths on two numbers; false when apply_arithmetic must decide
+// (other kinds, overflow, division by zero).
+bool arithmetic_fast(Code c, const Value& a, const Value& b, Value& out) {
+  if (a.kind == Kind::Int && b.kind == Kind::Int) {
+    std::int64_t r = 0;
+    switch (c) {
+    case Code::Add:
+      if (__builtin_add_overflow(a.i, b.i, &r)) return false;
+      break;
+    case Code::Sub:
+      if (__builtin_sub_overflow(a.i, b.i, &r)) return false;
+      break;
+    case Code::Mul:
+      if (__builtin_mul_overflow(a.i, b.i, &r)) return false;
+      break;
+    case Code::Div:
+      if (b.i == 0 || b.i == -1) return false;
+      r = a.i / b.i;
+      break;
+    default:
+      if (b.i == 0 || b.i == -1) return false;
+      r = a.i % b.i;
+      break;
+    }
+    copy_value(out, Value::integer(r));
+    return true;
+  }
+  if (a.is_number() && b.is_number()) { // one is a float: the result is a float
+    double x = a.as_double();
+    double y = b.as_double();
+    double r = 0;
+    switch (c) {
+    case Code::Add: r = x + y; break;
+    case Code::Sub: r = x - y; break;
+    case Code::Mul: r = x * y; break;
+    case Code::Div: r = x / y; break;
+    default: r = std::fmod(x, y); break;
+    }
+    copy_value(out, Value::floating(r));
+    return true;
+  }
+  return false;
+}
+
+// Logical value of an operand: null is false, a bool is itself, anything else an error.
+bool truth(const Instr& in, std::uint32_t k, const Value& v, Env& env, bool& out) {
+  if (v.kind == Kind::Bool) {
+    out = v.b;
+    return true;
+  }
+  if (v.kind == Kind::Null) {
+    out = false;
+    return true;
+  }
+  return truth_of(*in.operand, *in.node, k, v, env, out);
+}
+
+const char* code_name(Code c) {
+  switch (c) {
+  case Code::LoadField: return "load.field";
+  case Code::LoadPath: return "load.path";
+  case Code::Move: return "move";
+  case Code::Add: return "add";
+  case Code::Sub: return "sub";
+  case Code::Mul: return "mul";
+  case Code::Div: return "div";
+  case Code::Mod: return "mod";
+  case Code::DivConst: return "div.const";
+  case Code::ModConst: return "mod.const";
+  case Code::Eq: return "eq";
+  case Code::Ne: return "ne";
+  case Code::Lt: return "lt";
+  case Code::Le: return "le";
+  case Code::Gt: return "gt";
+  case Code::Ge: return "ge";
+  case Code::Neg: return "neg";
+  case Code::Not: return "not";
+  case Code::Index: return "index";
+  case Code::Decide: return "decide";
+  case Code::SetBool: return "set.bool";
+  case Code::JumpUnless: return "jump.unless";
+  case Code::Jump: return "jump";
+  case Code::TakeNonNull: return "take.non_null";
+  case Code::CheckArg: return "check.arg";
+  case Code::Hash: return "hash";
+  case Code::Concat: return "concat";
+  case Code::Call: return "call";
+  }
+  return "?";
+}
+
+} // namespace
+
+Program::Program(const ExpressionNode& tree) : names_(tree.names) {
+  if (tree.root) result_ = lower(*tree.root);
+}
+
+std::uint32_t Program::new_register(Value initial) {
+  registers_.push_back(initial);
+  return static_cast<std::uint32_t>(registers_.size() - 1);
+}
+
+std::uint32_t Program::emit(Instr instr) {
+  code_.push_back(instr);
+  return static_cast<std::uint32_t>(code_.size() - 1);
+}
+
+Operand Program::lower_operand(const Node& n) {
+  Operand o;
+  if (n.op == Op::Field && n.path.size() == 1) {
+    o.field = true;
+    o.id = n.path[0];
+  } else {
+    o.reg = lower(n);
+  }
+  return o;
+}
+
+std::uint32_t Program::lower(const Node& n) {
+  switch (n.op) {
+  case Op::Literal: return new_register(n.literal); // filled once, never written
+  case Op::Field: {
+    Instr in{.code = Code::LoadPath, .node = &n};
+    if (n.path.size() == 1) {
+      in.code = Code::LoadField;
+      in.a = lower_operand(n);
+    }
+    in.dst = new_register();
+    emit(in);
+    return in.dst;
+  }
+  case Op::Neg:
+  case Op::Not: {
+    Operand a = lower_operand(*n.args[0]);
+    emit(Instr{.code = n.op == Op::Neg ? Code::Neg : Code::Not,
+               .dst = new_register(),
+               .a = a,
+               .node = &n,
+               .operand = n.args[0].get()});
+    return code_.back().dst;
+  }
+  case Op::Add:
+  case Op::Sub:
+  case Op::Mul:
+  case Op::Div:
+  case Op::Mod: {
+    Operand a = lower_operand(*n.args[0]);
+    Operand b = lower_operand(*n.args[1]);
+    Instr in{.code = arithmetic_code(n.op), .dst = new_register(), .a = a, .b = b, .node = &n};
+    const Node& right = *n.args[1];
+    // A constant divisor that is neither 0 nor -1 can neither fail nor overflow.
+    if ((n.op == Op::Div || n.op == Op::Mod) && right.op == Op::Literal &&
+        right.literal.kind == Kind::Int && right.literal.i != 0 && right.literal.i != -1) {
+      in.code = n.op == Op::Div ? Code::DivConst : Code::ModConst;
+      in.k = right.literal.i;
+      in.divisor = ConstantDivisor(in.k);
+    }
+    emit(in);
+    return in.dst;
+  }
+  case Op::Eq:
+  case Op::Ne:
+  case Op::Lt:
+  case Op::Le:
+  case Op::Gt:
+  case Op::Ge: {
+    Operand a = lower_operand(*n.args[0]);
+    Operand b = lower_operand(*n.args[1]);
+    emit(Instr{
+        .code = comparison_code(n.op), .dst = new_register(), .a = a, .b = b, .node = &n});
+    return code_.back().dst;
+  }
+  case Op::And:
+  case Op::Or: {
+    std::uint32_t dst = new_register();
+    bool want = n.op == Op::Or; // the value that decides the result early
+    std::vector<std::uint32_t> exits;
+    for (std::size_t k = 0; k < n.args.size(); ++k) {
+      const Node& arg = *n.args[k];
+      Instr in{.code = Code::Decide,
+               .dst = dst,
+               .index = static_cast<std::uint32_t>(k),
+               .k = want,
+               .node = &n,
+               .operand = &arg};
+      if (arg.op >= Op::Eq && arg.op <= Op::Ge) {
+        in.test = comparison_code(arg.op);
+        in.a = lower_operand(*arg.args[0]);
+        in.b = lower_operand(*arg.args[1]);
+      } else {
+        in.a = lower_operand(arg);
+      }
+      exits.push_back(emit(in));
+    }
+    emit(Instr{.code = Code::SetBool, .dst = dst, .k = !want, .node = &n});
+    for (std::uint32_t at : exits)
+      code_[at].target = static_cast<std::uint32_t>(code_.size());
+    return dst;
+  }
+  case Op::Coalesce: {
+    std::uint32_t dst = new_register();
+    std::vector<std::uint32_t> exits;
+    for (std::size_t k = 0; k < n.args.size(); ++k) {
+      Operand a = lower_operand(*n.args[k]);
+      bool last = k + 1 == n.args.size();
+      std::uint32_t at =
+          emit(Instr{.code = last ? Code::Move : Code::TakeNonNull, .dst = dst, .a = a, .node = &n});
+      if (!last) exits.push_back(at);
+    }
+    for (std::uint32_t at : exits)
+      code_[at].target = static_cast<std::uint32_t>(code_.size());
+    return dst;
+  }
+  case Op::If: {
+    std::uint32_t dst = new_register();
+    Operand c = lower_operand(*n.args[0]);
+    std::uint32_t to_else =
+        emit(Instr{.code = Code::JumpUnless, .a = c, .node = &n, .operand = n.args[0].get()});
+    Operand then = lower_operand(*n.args[1]);
+    emit(Instr{.code = Code::Move, .dst = dst, .a = then, .node = &n});
+    std::uint32_t to_end = emit(Instr{.code = Code::Jump, .node = &n});
+    code_[to_else].target = static_cast<std::uint32_t>(code_.size());
+    Operand otherwise = lower_operand(*n.args[2]);
+    emit(Instr{.code = Code::Move, .dst = dst, .a = otherwise, .node = &n});
+    code_[to_end].target = static_cast<std::uint32_t>(code_.size());
+    return dst;
+  }
+  case Op::Index: {
+    Operand a = lower_operand(*n.args[0]);
+    Operand b = lower_operand(*n.args[1]);
+    emit(Instr{.code = Code::Index, .dst = new_register(), .a = a, .b = b, .node = &n});
+    return code_.back().dst;
+  }
+  case Op::Call: {
+    std::uint32_t dst = new_register();
+    lower_call(n, dst);
+    return dst;
+  }
+  }
+  return new_register();
+}
+
+// Arguments in order, each checked right after it is evaluated (as the tree walker does, so a
+// null that propagates skips the arguments after it); the call instruction checks them all.
+void Program::lower_call(const Node& n, std::uint32_t dst) {
+  std::vector<Operand> operands;
+  std::vector<std::uint32_t> exits;
+  for (std::size_t k = 0; k < n.args.size(); ++k) {
+    operands.push_back(lower_operand(*n.args[k]));
+    if (k + 1 < n.args.size() && needs_check(n, k))
+      exits.push_back(emit(Instr{.code = Code::CheckArg,
+                                 .dst = dst,
+                                 .a = operands.back(),
+                                 .index = static_cast<std::uint32_t>(k),
+                                 .node = &n}));
+  }
+  Instr in{.code = Code::Call, .dst = dst, .node = &n};
+  in.count = static_cast<std::uint32_t>(operands.size());
+  in.args = static_cast<std::uint32_t>(args_.size());
+  args_.insert(args_.end(), operands.begin(), operands.end());
+  if (n.fn->fn == Fn::Hash && operands.size() == 1) {
+    in.code = Code::Hash;
+    in.a = operands[0];
+  } else if (n.fn->fn == Fn::Concat) {
+    in.code = Code::Concat;
+  }
+  emit(in);
+  for (std::uint32_t at : exits)
+    code_[at].target = static_cast<std::uint32_t>(code_.size());
+}
+
+namespace {
+
+const Value null_value;
+
+// The value an operand names: a register, or a field of the record (null when absent).
+inline const Value& fetch(const Operand& o, const state::Record& record, const Value* r) {
+  if (!o.field) return r[o.reg];
+  const state::Field* f = record.fields;
+  if (o.hint < record.size && f[o.hint].name == o.id) return f[o.hint].value;
+  for (std::uint32_t k = 0; k < record.size; ++k)
+    if (f[k].name == o.id) {
+      o.hint = k;
+      return f[k].value;
+    }
+  return null_value;
+}
+
+// A call's arguments gathered, checked and passed to the function; out of the main loop so
+// that the loop keeps a small frame.
+[[gnu::noinline]] bool run_call(const Instr& in, const Operand* operands,
+                                const state::Record& record, const Value* r, Env& env,
+                                Value& out) {
+  Value inline_args[max_inline_args];
+  Value* args = in.count > max_inline_args ? in.node->scratch.data() : inline_args;
+  for (std::uint32_t k = 0; k < in.count; ++k) {
+    args[k] = fetch(operands[k], record, r);
+    int checked = check_argument(*in.node, k, args[k], env);
+    if (checked < 0) return false;
+    if (checked > 0) {
+      out = Value::null();
+      return true;
+    }
+  }
+  return call_function(*in.node, args, in.count, env, out);
+}
+
+// concat(): strings and nulls (null is empty) joined here; any other kind is rendered by the
+// function itself.
+[[gnu::noinline]] bool run_concat(const Instr& in, const Operand* operands,
+                                  const state::Record& record, const Value* r, Env& env,
+                                  Value& out) {
+  std::size_t total = 0;
+  for (std::uint32_t k = 0; k < in.count; ++k) {
+    const Value& v = fetch(operands[k], record, r);
+    if (v.kind != Kind::String && v.kind != Kind::Null)
+      return run_call(in, operands, record, r, env, out);
+    total += v.kind == Kind::String ? v.size : 0;
+  }
+  if (total > std::numeric_limits<std::uint32_t>::max())
+    return run_call(in, operands, record, r, env, out); // which says it is too long
+  char* p = allocate(env, total);
+  if (p == nullptr) return false;
+  std::size_t at = 0;
+  for (std::uint32_t k = 0; k < in.count; ++k) {
+    const Value& v = fetch(operands[k], record, r);
+    if (v.kind != Kind::String || v.size == 0) continue;
+    std::memcpy(p + at, v.s, v.size);
+    at += v.size;
+  }
+  out = Value::string(std::string_view(p, total));
+  return true;
+}
+
+} // namespace
+
+bool Program::run(const state::Record& record, EvalContext& ctx, Value& out) const {
+  Env env{record, ctx, names_};
+  Value* r = registers_.data();
+  const Instr* code = code_.data();
+  const auto size = static_cast<std::uint32_t>(code_.size());
+  auto A = [&](const Instr& in) -> const Value& { return fetch(in.a, record, r); };
+  auto B = [&](const Instr& in) -> const Value& { return fetch(in.b, record, r); };
+  std::uint32_t pc = 0;
+  while (pc < size) {
+    const Instr& in = code[pc++];
+    switch (in.code) {
+    case Code::LoadField:
+    case Code::Move: copy_value(r[in.dst], A(in)); break;
+    case Code::LoadPath: {
+      const Value* v = lookup(*in.node, record);
+      r[in.dst] = v != nullptr ? *v : Value::null();
+      break;
+    }
+    case Code::Add:
+    case Code::Sub:
+    case Code::Mul:
+    case Code::Div:
+    case Code::Mod: {
+      const Value& a = A(in);
+      const Value& b = B(in);
+      if (!arithmetic_fast(in.code, a, b, r[in.dst]) &&
+          !apply_arithmetic(*in.node, a, b, env, r[in.dst]))
+        return false;
+      break;
+    }
+    case Code::DivConst:
+    case Code::ModConst: {
+      const Value& a = A(in);
+      if (a.kind == Kind::Int) {
+        copy_value(r[in.dst], Value::integer(in.code == Code::DivConst
+                                                 ? in.divisor.quotient(a.i)
+                                                 : in.divisor.remainder(a.i)));
+      } else if (!apply_arithmetic(*in.node, a, B(in), env, r[in.dst])) {
+        return false;
+      }
+      break;
+    }
+    case Code::Eq:
+    case Code::Ne:
+    case Code::Lt:
+    case Code::Le:
+    case Code::Gt:
+    case Code::Ge: {
+      const Value& a = A(in);
+      const Value& b = B(in);
+      if (!compare_fast(in.code, a, b, r[in.dst]) &&
+          !apply_compare(*in.node, a, b, env, r[in.dst]))
+        return false;
+      break;
+    }
+    case Code::Neg:
+      if (!apply_negate(*in.node, A(in), env, r[in.dst])) return false;
+      break;
+    case Code::Not: {
+      bool t;
+      if (!truth(in, 0, A(in), env, t)) return false;
+      copy_value(r[in.dst], Value::boolean(!t));
+      break;
+    }
+    case Code::Index:
+      if (!apply_index(*in.node, A(in), B(in), env, r[in.dst])) return false;
+      break;
+    case Code::Decide: {
+      bool t;
+      if (in.test != Code::Move) {
+        const Value& a = A(in);
+        const Value& b = B(in);
+        Value v;
+        if (!compare_fast(in.test, a, b, v) && !apply_compare(*in.operand, a, b, env, v))
+          return false;
+        t = v.b; // a comparison is always a bool
+      } else if (!truth(in, in.index, A(in), env, t)) {
+        return false;
+      }
+      if (t == (in.k != 0)) {
+        copy_value(r[in.dst], Value::boolean(t));
+        pc = in.target;
+      }
+      break;
+    }
+    case Code::SetBool: copy_value(r[in.dst], Value::boolean(in.k != 0)); break;
+    case Code::JumpUnless: {
+      bool t;
+      if (!truth(in, 0, A(in), env, t)) return false;
+      if (!t) pc = in.target;
+      break;
+    }
+    case Code::Jump: pc = in.target; break;
+    case Code::TakeNonNull:
+      copy_value(r[in.dst], A(in));
+      if (!r[in.dst].is_null()) pc = in.target;
+      break;
+    case Code::CheckArg: {
+      int checked = check_argument(*in.node, in.index, A(in), env);
+      if (checked < 0) return false;
+      if (checked > 0) {
+        r[in.dst] = Value::null();
+        pc = in.target;
+      }
+      break;
+    }
+    case Code::Hash: {
+      const Value& a = A(in);
+      if (a.kind == Kind::Int) {
+        copy_value(r[in.dst], Value::integer(static_cast<std::int64_t>(hash_int(a.i))));
+      } else if (a.kind == Kind::String) {
+        copy_value(r[in.dst], Value::integer(static_cast<std::int64_t>(hash_string(a.str()))));
+      } else if (a.kind == Kind::Null) { // hash() propagates null
+        copy_value(r[in.dst], Value::null());
+      } else if (!run_call(in, args_.data() + in.args, record, r, env, r[in.dst])) {
+        return false;
+      }
+      break;
+    }
+    case Code::Concat:
+      if (!run_concat(in, args_.data() + in.args, record, r, env, r[in.dst])) return false;
+      break;
+    case Code::Call:
+      if (!run_call(in, args_.data() + in.args, record, r, env, r[in.dst])) return false;
+      break;
+    }
+  }
+  copy_value(out, r[result_]);
+  return true;
+}
+
+std::string Program::operand_text(const Operand& o) const {
+  if (!o.field) return "r" + std::to_string(o.reg);
+  if (names_ == nullptr) return "$" + std::to_string(o.id);
+  return "$" + std::string(names_->name(o.id));
+}
+
+std::string Program::listing() const {
+  std::string out;
+  for (std::size_t pc = 0; pc < code_.size(); ++pc) {
+    const Instr& in = code_[pc];
+    out += std::to_string(pc) + ": ";
+    if (in.code == Code::Jump) {
+      out += "jump " + std::to_string(in.target) + '\n';
+      continue;
+    }
+    if (in.code != Code::JumpUnless) out += "r" + std::to_string(in.dst) + " = ";
+    out += code_name(in.code);
+    switch (in.code) {
+    case Code::LoadPath: out += " " + in.node->name; break;
+    case Code::SetBool: out += in.k != 0 ? " true" : " false"; break;
+    case Code::Call:
+    case Code::Concat:
+    case Code::Hash:
+      if (in.code == Code::Call) out += " " + std::string(in.node->fn->name);
+      for (std::uint32_t k = 0; k < in.count; ++k)
+        out += (k == 0 ? " " : ", ") + operand_text(args_[in.args + k]);
+      break;
+    case Code::DivConst:
+    case Code::ModConst: out += " " + operand_text(in.a) + ", " + std::to_string(in.k); break;
+    case Code::Add:
+    case Code::Sub:
+    case Code::Mul:
+    case Code::Div:
+    case Code::Mod:
+    case Code::Eq:
+    case Code::Ne:
+    case Code::Lt:
+    case Code::Le:
+    case Code::Gt:
+    case Code::Ge:
+    case Code::Index: out += " " + operand_text(in.a) + ", " + operand_text(in.b); break;
+    case Code::Decide:
+      if (in.test != Code::Move) {
+        out += std::string(" ") + code_name(in.test) + " " + operand_text(in.a) + ", " +
+               operand_text(in.b);
+        break;
+      }
+      out += " " + operand_text(in.a);
+      break;
+    default: out += " " + operand_text(in.a); break;
+    }
+    if (in.code == Code::Decide || in.code == Code::TakeNonNull || in.code == Code::CheckArg ||
+        in.code == Code::JumpUnless)
+      out += " -> " + std::to_string(in.target);
+    out += '\n';
+  }
+  out += "result r" + std::to_string(result_) + '\n';
+  return out;
+}
+
+} // namespace streamctl::pipeline::expr
