@@ -108,6 +108,7 @@ parallelism = 3
 type = "file"
 path = "$WORK/in.csv"
 format = "csv"
+types = { id = "int" }
 range_bytes = 500
 on_error = "fail"
 [sinks.out]
