@@ -40,6 +40,7 @@ std::vector<FilePositionEntry> sample() {
   c.range = 2;
   c.offset = 17;
   c.line = 3;
+  c.identity->fingerprint_bytes = 20; // fingerprinted later, when the file was longer
   b.range_bytes = 8;
   return {a, b, c};
 }
