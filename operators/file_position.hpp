@@ -39,13 +39,8 @@
 //     str header       the csv header line (the file's first line, once a range has it),
 //                      empty when none
 //
-//   +---------+------+---------+-- per entry ------------------------------------------+
-//   | version | 'F'  | entries | name | device | inode | fp bytes | fp | range_bytes |  |
-//   |  u8 = 3 |  u8  |   u32   | str  |  u64   |  u64  |   u32    |u64 |     u64     |  |
-//   +---------+------+---------+------+--------+-------+----------+----+-------------+  |
-//   |   range | offset | line | done | header |                                          |
-//   |    u64  |  u64   | u64  |  u8  |  str   |                                          |
-//   +---------+--------+------+------+--------+------------------------------------------+
+//   | 3 | F | entries | name | device | inode | fp bytes | fp | range_bytes | range |
+//   | offset | line | done | header | name | device | ... (the next entry)
 //
 // Version 2, still read: the same without range_bytes and range: every entry is a whole
 // file (range_bytes 0, range 0). Version 1, still read: version 2 without device, inode and
