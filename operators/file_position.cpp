@@ -22,6 +22,8 @@ void write_file_position(std::string& out, const std::vector<FilePositionEntry>&
     w.u64(id.inode);
     w.u32(id.fingerprint_bytes);
     w.u64(id.fingerprint);
+    w.u64(f.range_bytes);
+    w.u64(f.range);
     w.u64(f.offset);
     w.u64(f.line);
     w.u8(f.done ? 1 : 0);
@@ -35,14 +37,14 @@ Result<std::vector<FilePositionEntry>> read_file_position(std::string_view data,
   if (!version) return Failure{version.error()};
   auto count = r.u32();
   if (!count) return Failure{count.error()};
-  // Each entry takes at least 29 bytes (version 1; 57 in version 2): refuse a count the data
-  // cannot hold before reserving anything.
-  const std::size_t smallest = *version == 1 ? 29 : 57;
+  // Each entry takes at least 29 bytes (version 1; 57 in version 2, 73 in version 3): refuse a
+  // count the data cannot hold before reserving anything.
+  const std::size_t smallest = *version == 1 ? 29 : *version == 2 ? 57 : 73;
   if (*count > r.remaining() / smallest)
     return r.failure("file count " + std::to_string(*count) + " exceeds the data");
   std::vector<FilePositionEntry> files;
   files.reserve(*count);
-  std::set<std::string> names;
+  std::set<std::pair<std::string, std::uint64_t>> ranges;
   for (std::uint32_t k = 0; k < *count; ++k) {
     FilePositionEntry f;
     auto name = r.str(1 << 16);
@@ -63,6 +65,16 @@ Result<std::vector<FilePositionEntry>> read_file_position(std::string_view data,
                          std::to_string(kFingerprintBytes));
       f.identity = FileIdentity{*device, *inode, *bytes, *fingerprint};
     }
+    if (*version >= 3) {
+      auto range_bytes = r.u64();
+      if (!range_bytes) return Failure{range_bytes.error()};
+      auto range = r.u64();
+      if (!range) return Failure{range.error()};
+      if (*range_bytes == 0 && *range != 0)
+        return r.failure("'" + f.name + "': range " + std::to_string(*range) + " of a file read whole");
+      f.range_bytes = *range_bytes;
+      f.range = *range;
+    }
     auto offset = r.u64();
     if (!offset) return Failure{offset.error()};
     auto line = r.u64();
@@ -78,11 +90,17 @@ Result<std::vector<FilePositionEntry>> read_file_position(std::string_view data,
     if (f.identity && f.identity->fingerprint_bytes < std::min<std::uint64_t>(*offset, kFingerprintBytes))
       return r.failure("'" + f.name + "': fingerprint of " + std::to_string(f.identity->fingerprint_bytes) +
                        " bytes, fewer than the " + std::to_string(*offset) + " consumed");
+    // The range's start without overflowing: range × range_bytes <= offset.
+    if (f.range_bytes > 0 && f.range > *offset / f.range_bytes)
+      return r.failure("'" + f.name + "': offset " + std::to_string(*offset) + " before the start of range " +
+                       std::to_string(f.range));
     f.offset = *offset;
     f.line = *line;
     f.done = *done == 1;
     f.header = std::move(*header);
-    if (!names.insert(f.name).second) return r.failure("file '" + f.name + "' recorded twice");
+    if (!ranges.insert({f.name, f.range}).second)
+      return r.failure("file '" + f.name + "'" + (f.range_bytes > 0 ? " range " + std::to_string(f.range) : "") +
+                       " recorded twice");
     files.push_back(std::move(f));
   }
   if (auto ok = r.end(); !ok) return Failure{ok.error()};

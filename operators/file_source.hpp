@@ -1,7 +1,18 @@
 #pragma once
 // `type = "file"`: lines from the files matching `path` (a glob, relative to the pipeline
-// file). Files are dealt to subtasks round-robin in name order, so a single file is read by
-// one subtask whatever the parallelism.
+// file). With at least as many files as subtasks, files are dealt to subtasks round-robin in
+// name order, each read whole. With fewer (one large file), each file is split into byte
+// ranges of `range_bytes` (file_ranges.hpp) dealt to all subtasks, so that one file is read
+// by every subtask. Whole files are the rule when they keep every subtask busy: a file read
+// whole is read once, sequentially, while a range costs a seek, a scan for its first line
+// start and a count of the lines before it (for bad-record line numbers).
+//
+// The rule is decided per file when nothing is recorded of it; a file a snapshot recorded
+// keeps the way it was read then (whole, or its ranges' size), so that a restore at any
+// parallelism deals the recorded ranges and never cuts one differently.
+//
+// The source reads no compressed input (a .gz file is read as bytes), so every file can be
+// split.
 
 #include "operators/registry.hpp"
 

@@ -24,6 +24,7 @@ SourceStatus LineSource::poll(state::Batch& out, std::size_t max_records) {
         return produced > 0 ? SourceStatus::Data : SourceStatus::End;
       }
       fd_ = input->fd;
+      end_ = input->end;
       reader_.emplace(fd_, std::size_t{1} << 20, input->from.offset, input->from.line);
       if (holds_unterminated_line()) reader_->hold_unterminated_line();
       // A fresh decoder per input: its csv header is its own. A resumed input tells the
@@ -35,10 +36,12 @@ SourceStatus LineSource::poll(state::Batch& out, std::size_t max_records) {
         (void)decoder_->decode(header_, scratch);
       }
     }
-    auto line = reader_->next_line();
+    // A range ends once the next line starts at or after its end.
+    const bool range_end = reader_->offset() >= end_;
+    auto line = range_end ? std::nullopt : reader_->next_line();
     if (!line) {
-      if (reader_->at_end()) {
-        if (auto held = reader_->held_bytes(); held > 0) unterminated_line_held(held, reader_->line_number() + 1);
+      if (range_end || reader_->at_end()) {
+        if (auto held = reader_->held_bytes(); held > 0 && !range_end) unterminated_line_held(held, reader_->line_number() + 1);
         close_input(fd_, LineProgress{reader_->offset(), reader_->line_number(), header_});
         reader_.reset();
         decoder_.reset();

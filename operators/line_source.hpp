@@ -7,6 +7,7 @@
 // consumed, always whole lines, and the csv header line read so far), and an input can be
 // opened part-way with that progress.
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,9 @@ protected:
   struct Input {
     int fd = -1;           // positioned at `from.offset`
     LineProgress from;     // where a restored input resumes; zero for a fresh one
+    // The input is the lines that start before byte `end` (a range of a file, file_ranges.hpp):
+    // the line that straddles it is read whole, and the input ends there.
+    std::uint64_t end = UINT64_MAX;
   };
   // Opens the next input, or returns nullopt when there are no more inputs.
   virtual std::optional<Input> open_next_input() = 0;
@@ -67,6 +71,7 @@ private:
   std::optional<LineReader> reader_;
   std::string header_; // the csv header line of the current input, once read
   int fd_ = -1;
+  std::uint64_t end_ = UINT64_MAX; // of the current input
   bool done_ = false;
   std::vector<RecordOrigin> origins_; // of the records the last poll appended
 };

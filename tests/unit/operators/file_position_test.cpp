@@ -2,7 +2,8 @@
 // identity (device, inode, fingerprint of its first bytes) beside its offset, so that a
 // `--resume` after log rotation can tell the file it read from another at the same path
 // (issue 7, finding 3: an offset alone was applied to a replaced file, and its first records
-// were lost). Version 1 positions, without identity, are still read.
+// were lost). Version 3 adds byte ranges (a file read by several subtasks, issue 9). Version 1
+// positions, without identity, and version 2 ones, without ranges, are still read.
 
 #include <catch2/catch.hpp>
 
@@ -34,7 +35,14 @@ std::vector<FilePositionEntry> sample() {
   b.offset = 12;
   b.line = 1;
   b.header = "x,y";
-  return {a, b};
+  FilePositionEntry c = b; // another range of b.csv
+  c.range_bytes = 8;
+  c.range = 2;
+  c.offset = 17;
+  c.line = 3;
+  c.identity->fingerprint_bytes = 20; // fingerprinted later, when the file was longer
+  b.range_bytes = 8;
+  return {a, b, c};
 }
 
 // A version 1 position, as streamctl wrote it before identities.
@@ -50,6 +58,23 @@ std::string version1(const std::string& name, std::uint64_t offset, std::uint64_
   return out;
 }
 
+// A version 2 position, as streamctl wrote it before ranges.
+std::string version2(const std::string& name, std::uint64_t offset, std::uint64_t line) {
+  std::string out;
+  PositionWriter w(out, 2, 'F');
+  w.u32(1);
+  w.str(name);
+  w.u64(5);
+  w.u64(6);
+  w.u32(static_cast<std::uint32_t>(std::min<std::uint64_t>(offset, kFingerprintBytes)));
+  w.u64(7);
+  w.u64(offset);
+  w.u64(line);
+  w.u8(0);
+  w.str("h");
+  return out;
+}
+
 } // namespace
 
 TEST_CASE("a file position round-trips with each file's identity", "[file_position]") {
@@ -57,9 +82,9 @@ TEST_CASE("a file position round-trips with each file's identity", "[file_positi
   write_file_position(bytes, sample());
   // Version byte, kind, count, then the first name: the layout drawn in the header.
   REQUIRE(bytes.size() > 10);
-  CHECK(bytes[0] == 2);
+  CHECK(bytes[0] == 3);
   CHECK(bytes[1] == 'F');
-  CHECK(bytes.substr(2, 4) == std::string("\x02\x00\x00\x00", 4));
+  CHECK(bytes.substr(2, 4) == std::string("\x03\x00\x00\x00", 4));
   auto read = read_file_position(bytes, "test");
   INFO((read.ok() ? std::string() : read.error()));
   REQUIRE(read.ok());
@@ -84,6 +109,21 @@ TEST_CASE("a version 1 file position is still read, without identity", "[file_po
   CHECK((*read)[0].done);
 }
 
+TEST_CASE("a version 2 file position is still read, each file one range", "[file_position]") {
+  auto read = read_file_position(version2("a.jsonl", 2000, 30), "test");
+  INFO((read.ok() ? std::string() : read.error()));
+  REQUIRE(read.ok());
+  REQUIRE(read->size() == 1);
+  const auto& e = (*read)[0];
+  CHECK(e.name == "a.jsonl");
+  CHECK(e.identity == FileIdentity{5, 6, kFingerprintBytes, 7});
+  CHECK(e.range_bytes == 0);
+  CHECK(e.range == 0);
+  CHECK(e.offset == 2000);
+  CHECK(e.line == 30);
+  CHECK(e.header == "h");
+}
+
 TEST_CASE("malformed file positions are refused, never trusted", "[file_position]") {
   std::string bytes;
   write_file_position(bytes, sample());
@@ -93,8 +133,8 @@ TEST_CASE("malformed file positions are refused, never trusted", "[file_position
   }
   CHECK_THAT(read_file_position(bytes + "x", "test").error(), Catch::Contains("trailing"));
   auto version = bytes;
-  version[0] = 3;
-  CHECK_THAT(read_file_position(version, "test").error(), Catch::Contains("unknown version 3 (this build reads 1 to 2)"));
+  version[0] = 4;
+  CHECK_THAT(read_file_position(version, "test").error(), Catch::Contains("unknown version 4 (this build reads 1 to 3)"));
   auto kind = bytes;
   kind[1] = 'G';
   CHECK_FALSE(read_file_position(kind, "test").ok());
@@ -111,6 +151,17 @@ TEST_CASE("malformed file positions are refused, never trusted", "[file_position
   auto twice = entries;
   twice[1].name = twice[0].name;
   CHECK_THAT(encode(twice).error(), Catch::Contains("recorded twice"));
+  // Two ranges of a file are two entries; the same range twice is refused.
+  auto range_twice = entries;
+  range_twice[2].range = 0;
+  range_twice[2].offset = 12;
+  CHECK_THAT(encode(range_twice).error(), Catch::Contains("range 0 recorded twice"));
+  auto before_start = entries;
+  before_start[2].range = 3; // starts at byte 24, after offset 17
+  CHECK_THAT(encode(before_start).error(), Catch::Contains("before the start of range 3"));
+  auto whole = entries;
+  whole[2].range_bytes = 0;
+  CHECK_THAT(encode(whole).error(), Catch::Contains("range 2 of a file read whole"));
   auto lines = entries;
   lines[1].line = 13;
   CHECK_THAT(encode(lines).error(), Catch::Contains("more lines than bytes"));

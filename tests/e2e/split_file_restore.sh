@@ -1,0 +1,129 @@
+# A file read in ranges by several subtasks (issue 9) stays exactly-once through failures,
+# savepoints at another parallelism and `run --resume` over a grown file: workers killed with
+# -9 at random moments (seeded; the seed is printed, and SPLIT_SEED replays it), a stop with a
+# savepoint at parallelism 2 restored at 3 and at 1, and a cron-style resume after appends.
+# The output is a keyed reduce whose every update is a record: (user, updates = n) for
+# n = 1..count(user), so a line lost or read twice shows.
+source "$(dirname "$0")/lib/common.bash"
+
+SEED=${SPLIT_SEED:-$(date +%s%N | cut -c 10-18)}
+RANDOM=$SEED
+trap 'code=$?; ((code == 0)) || echo "split_file_restore: seed $SEED (rerun with SPLIT_SEED=$SEED)" >&2; cleanup' EXIT
+
+make_lines() { # FILE FIRST COUNT
+  python3 - "$@" <<'PY'
+import random, sys
+path, first, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+random.seed(first)
+with open(path, "a") as f:
+    for i in range(first, first + count):
+        f.write('{"ts":%d,"user":"u%d","pad":"%s"}\n' % (i, random.randint(1, 300), "p" * random.randint(0, 60)))
+PY
+}
+
+pipeline() { # NAME IN OUT P
+  cat <<TOML
+name = "$1"
+parallelism = $4
+[checkpoint]
+interval = "100ms"
+dir = "$WORK/ck"
+[restart]
+strategy = "fixed"
+delay = "50ms"
+max_attempts = 100
+[sources.in]
+type = "file"
+path = "$2"
+range_bytes = "256KiB"
+[operators.per_user]
+type = "reduce"
+inputs = ["in"]
+key = ["user"]
+aggregates = { updates = "count()" }
+[sinks.out]
+type = "file"
+inputs = ["per_user"]
+path = "$3"
+TOML
+}
+committed() { cat "$1"/part-* | LC_ALL=C sort; }
+# The reduce's updates of the lines in FILE: what any exactly-once run must commit.
+expected() {
+  python3 - "$1" <<'PY' | LC_ALL=C sort
+import collections, json, sys
+n = collections.Counter()
+for l in open(sys.argv[1]):
+    u = json.loads(l)["user"]
+    n[u] += 1
+    print(json.dumps({"user": u, "updates": n[u]}, separators=(",", ":")))
+PY
+}
+same() { # WANT GOT WHAT
+  if ! cmp -s "$1" "$2"; then
+    diff "$1" "$2" | head -10 >&2
+    fail "$3: $(comm -23 "$1" "$2" | wc -l) update(s) lost, $(comm -13 "$1" "$2" | wc -l) extra"
+  fi
+}
+
+make_lines "$WORK/in.jsonl" 0 ${SPLIT_LINES:-400000}
+expected "$WORK/in.jsonl" >"$WORK/expected.txt"
+# The sink's encoding of a reduce update, checked once against the model above.
+pipeline reference "$WORK/in.jsonl" "$WORK/ref" 2 >"$WORK/reference.toml"
+run_expect 0 "$STREAMCTL" run "$WORK/reference.toml" --set checkpoint.interval=0
+committed "$WORK/ref" >"$WORK/ref.txt"
+same "$WORK/expected.txt" "$WORK/ref.txt" "an uninterrupted run at parallelism 2"
+
+# kill -9 a random worker at random moments while the job runs.
+pipeline chaos "$WORK/in.jsonl" "$WORK/chaos" 3 >"$WORK/chaos.toml"
+"$STREAMCTL" -v run "$WORK/chaos.toml" 2>"$WORK/chaos.log" &
+pid=$!
+wait_for_text "$WORK/chaos.log" "records flowing"
+kills=0
+while kill -0 $pid 2>/dev/null && ((kills < 4)); do
+  sleep "0.$((RANDOM % 4 + 1))"
+  victim=$(pgrep -f -- "worker --job-dir $STREAMCTL_STATE_DIR" | sort | sed -n "$((RANDOM % 3 + 1))p" || true)
+  [[ -n "$victim" ]] && kill -9 "$victim" 2>/dev/null && kills=$((kills + 1))
+done
+set +e; wait $pid; code=$?; set -e
+echo "killed $kills worker(s); the job restarted $(grep -c "restarting the job" "$WORK/chaos.log" || true) time(s)"
+assert_eq 0 "$code" "exit code of a job that survived its failures ($(tail -3 "$WORK/chaos.log"))"
+((kills > 0)) || fail "no kill landed: the job ended first"
+committed "$WORK/chaos" >"$WORK/chaos.txt"
+same "$WORK/expected.txt" "$WORK/chaos.txt" "a run with workers killed"
+
+# Stop with a savepoint at parallelism 2, restore at 3 and at 1.
+pipeline stopped "$WORK/in.jsonl" "$WORK/before" 2 >"$WORK/stopped.toml"
+"$STREAMCTL" -v run "$WORK/stopped.toml" 2>"$WORK/stop.log" &
+pid=$!
+wait_for_text "$WORK/stop.log" "records flowing"
+run_expect 0 "$STREAMCTL" stop stopped
+savepoint=$(cat "$WORK/out")
+set +e; wait $pid; code=$?; set -e
+assert_eq 0 "$code" "exit code of a job stopped with a savepoint"
+[[ -f $savepoint/_metadata ]] || fail "stop printed '$savepoint', not a savepoint"
+for p in 3 1; do
+  cp -a "$WORK/before" "$WORK/after-$p"
+  run_expect 0 "$STREAMCTL" run "$WORK/stopped.toml" --from-savepoint "$savepoint" -p $p \
+    --set sinks.out.path="$WORK/after-$p"
+  committed "$WORK/after-$p" >"$WORK/got-$p.txt"
+  same "$WORK/expected.txt" "$WORK/got-$p.txt" "stop at parallelism 2, restore at $p"
+done
+
+# Cron-style: run --resume --savepoint-on-exit over a file that grows between runs, at
+# parallelism 2, then 3, then 1.
+make_lines "$WORK/grow.jsonl" 0 30000
+pipeline cron "$WORK/grow.jsonl" "$WORK/cron" 2 >"$WORK/cron.toml"
+first=0
+for p in 2 3 1; do
+  run_expect 0 "$STREAMCTL" run "$WORK/cron.toml" --resume --savepoint-on-exit -p $p
+  first=$((first + 30000 + p))
+  make_lines "$WORK/grow.jsonl" $first $((20000 + p))
+done
+run_expect 0 "$STREAMCTL" run "$WORK/cron.toml" --resume -p 2
+expected "$WORK/grow.jsonl" >"$WORK/grow-expected.txt"
+committed "$WORK/cron" >"$WORK/grow-got.txt"
+same "$WORK/grow-expected.txt" "$WORK/grow-got.txt" "runs resumed over a growing file"
+
+assert_no_processes_left
+echo ok
