@@ -33,7 +33,7 @@ std::optional<FrameHeader> read_frame_header(std::string_view message) {
   if (message.size() < kFrameHeaderSize || std::memcmp(message.data(), kMagic, 4) != 0)
     return std::nullopt;
   auto kind = static_cast<std::uint8_t>(message[4]);
-  if (kind < 1 || kind > 4) return std::nullopt;
+  if (kind < 1 || kind > 5) return std::nullopt;
   FrameHeader h;
   h.kind = static_cast<FrameKind>(kind);
   h.input_index = get_le<std::uint16_t>(message.data() + 6);
@@ -55,6 +55,17 @@ std::optional<WatermarkPayload> read_watermark_payload(std::string_view payload)
   p.watermark = static_cast<std::int64_t>(get_le<std::uint64_t>(payload.data()));
   p.idle = payload[8] == 1;
   return p;
+}
+
+void write_piggyback_watermark(std::int64_t watermark, std::string& out) {
+  char bytes[kPiggybackWatermarkSize];
+  put_le<std::uint64_t>(bytes, static_cast<std::uint64_t>(watermark));
+  out.append(bytes, sizeof bytes);
+}
+
+std::optional<std::int64_t> read_piggyback_watermark(std::string_view payload) {
+  if (payload.size() < kPiggybackWatermarkSize) return std::nullopt;
+  return static_cast<std::int64_t>(get_le<std::uint64_t>(payload.data()));
 }
 
 void write_barrier_payload(const BarrierPayload& barrier, std::string& out) {

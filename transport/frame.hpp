@@ -5,7 +5,7 @@
 //
 //   offset size  field
 //   0      4     magic "SCF1" (0x53 0x43 0x46 0x31)
-//   4      1     kind: 1 data, 2 watermark, 3 barrier, 4 end of input
+//   4      1     kind: 1 data, 2 watermark, 3 barrier, 4 end of input, 5 data then watermark
 //   5      1     reserved, 0
 //   6      2     input index at the receiving node, little-endian (which of its `inputs`)
 //   8      4     channel id, little-endian (unique per upstream subtask -> downstream subtask)
@@ -14,6 +14,9 @@
 //   24     ...   payload: for data, a batch in the encoding of state/batch_codec.hpp;
 //                for watermark, an 8-byte little-endian signed epoch-ms then 1 byte:
 //                1 when the sender is idle (skip it until it sends again), else 0;
+//                for data then watermark, an 8-byte little-endian signed epoch-ms, then a
+//                batch: the receiver takes the batch, then that watermark (not idle), as if
+//                a watermark frame had followed the data (it saves the message);
 //                for barrier, an 8-byte little-endian checkpoint id, a 4-byte little-endian
 //                length L and L bytes: the directory the checkpoint's files go to (UTF-8);
 //                otherwise empty
@@ -30,7 +33,19 @@
 
 namespace streamctl::transport {
 
-enum class FrameKind : std::uint8_t { Data = 1, Watermark = 2, Barrier = 3, EndOfInput = 4 };
+enum class FrameKind : std::uint8_t {
+  Data = 1,
+  Watermark = 2,
+  Barrier = 3,
+  EndOfInput = 4,
+  DataWithWatermark = 5,
+};
+
+// The watermark in front of the batch of a DataWithWatermark payload.
+inline constexpr std::size_t kPiggybackWatermarkSize = 8;
+void write_piggyback_watermark(std::int64_t watermark, std::string& out);
+// nullopt when the payload is shorter than the watermark.
+std::optional<std::int64_t> read_piggyback_watermark(std::string_view payload);
 
 struct FrameHeader {
   FrameKind kind = FrameKind::Data;

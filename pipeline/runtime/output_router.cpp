@@ -74,7 +74,7 @@ void OutputRouter::emit(const state::Batch& batch, int port) {
 }
 
 void OutputRouter::append(Channel& channel, const state::Batch& batch) {
-  if (channel.pending.empty()) channel.first_pending = Clock::now();
+  if (channel.pending.empty() && !channel.watermark_due) channel.first_pending = Clock::now();
   channel.pending.retain_memory_of(batch);
   for (const auto& record : batch) channel.pending.add_shared(record);
   if (channel.pending.size() >= batch_size_) flush(channel);
@@ -88,7 +88,7 @@ void OutputRouter::route_by_key(Edge& edge, const state::Batch& batch) {
     std::uint32_t group = state::key_group_of(state::hash_key_bytes(key_bytes_), edge.max_parallelism);
     Channel& channel = edge.channels[edge.channel_of_group[group]];
     if (!channel.retained_this_batch) {
-      if (channel.pending.empty()) channel.first_pending = Clock::now();
+      if (channel.pending.empty() && !channel.watermark_due) channel.first_pending = Clock::now();
       channel.pending.retain_memory_of(batch);
       channel.retained_this_batch = true;
     }
@@ -101,9 +101,18 @@ void OutputRouter::route_by_key(Edge& edge, const state::Batch& batch) {
 }
 
 void OutputRouter::flush(Channel& channel) {
-  if (channel.pending.empty()) return;
+  if (channel.pending.empty()) {
+    if (channel.watermark_due) {
+      std::string payload;
+      transport::write_watermark_payload(watermark_sent_, false, payload);
+      send(channel, transport::FrameKind::Watermark, payload);
+      channel.watermark_due = false;
+    }
+    return;
+  }
   records_sent_ += channel.pending.size();
-  send(channel, transport::FrameKind::Data);
+  send(channel, channel.watermark_due ? transport::FrameKind::DataWithWatermark : transport::FrameKind::Data);
+  channel.watermark_due = false;
   channel.pending.clear();
 }
 
@@ -115,7 +124,9 @@ void OutputRouter::send(Channel& channel, transport::FrameKind kind, std::string
   header.sequence = channel.socket->next_sequence();
   buffer_.clear();
   transport::write_frame_header(header, buffer_);
-  if (kind == transport::FrameKind::Data)
+  if (kind == transport::FrameKind::DataWithWatermark)
+    transport::write_piggyback_watermark(watermark_sent_, buffer_);
+  if (kind == transport::FrameKind::Data || kind == transport::FrameKind::DataWithWatermark)
     state::encode_batch(channel.pending, names_, buffer_, channel.keep.get());
   else buffer_.append(payload);
   zmq::message_t message(buffer_.data(), buffer_.size());
@@ -126,14 +137,16 @@ void OutputRouter::send(Channel& channel, transport::FrameKind kind, std::string
 void OutputRouter::flush_due(Clock::time_point now) {
   for (auto& edge : edges_)
     for (auto& channel : edge.channels)
-      if (!channel.pending.empty() && now - channel.first_pending >= buffer_timeout_) flush(channel);
+      if ((!channel.pending.empty() || channel.watermark_due) &&
+          now - channel.first_pending >= buffer_timeout_)
+        flush(channel);
 }
 
 std::optional<Clock::time_point> OutputRouter::next_deadline() const {
   std::optional<Clock::time_point> next;
   for (const auto& edge : edges_)
     for (const auto& channel : edge.channels)
-      if (!channel.pending.empty()) {
+      if (!channel.pending.empty() || channel.watermark_due) {
         auto due = channel.first_pending + buffer_timeout_;
         if (!next || due < *next) next = due;
       }
@@ -150,9 +163,15 @@ void OutputRouter::send_end_of_input() { send_to_all(transport::FrameKind::EndOf
 void OutputRouter::send_watermark(std::int64_t watermark) {
   if (watermark <= watermark_sent_) return;
   watermark_sent_ = watermark;
-  std::string payload;
-  transport::write_watermark_payload(watermark, false, payload);
-  send_to_all(transport::FrameKind::Watermark, payload);
+  Clock::time_point now{};
+  for (auto& edge : edges_)
+    for (auto& channel : edge.channels) {
+      if (channel.pending.empty() && !channel.watermark_due) {
+        if (now == Clock::time_point{}) now = Clock::now();
+        channel.first_pending = now; // the watermark alone waits at most buffer_timeout
+      }
+      channel.watermark_due = true;
+    }
 }
 
 void OutputRouter::send_barrier(const transport::BarrierPayload& barrier) {

@@ -48,8 +48,11 @@ public:
   void flush_all();
   // Flushes, then tells every downstream channel that this subtask's input has ended.
   void send_end_of_input();
-  // Flushes each channel, then sends the watermark on it, so it never overtakes records. Does
-  // nothing when it has not advanced.
+  // The watermark has advanced (nothing happens when it has not): each channel carries it in
+  // the message of its next batch (FrameKind::DataWithWatermark), behind every record emitted
+  // before it, or alone once buffer_timeout has passed when the channel has no records
+  // pending. Flushing partial batches at every watermark, which a source advances after each
+  // poll, sent two messages of half a batch where one full one does.
   void send_watermark(std::int64_t watermark);
   // Flushes each channel, then sends checkpoint barrier `barrier` on it: everything this
   // subtask emitted before goes before it (SPEC §7).
@@ -66,6 +69,7 @@ private:
     state::Batch pending;
     Clock::time_point first_pending{};
     bool retained_this_batch = false;
+    bool watermark_due = false; // watermark_sent_ has not gone out on this channel yet
     // By FieldId: the fields the receiving node reads (projection.hpp); null: all of them.
     std::shared_ptr<const std::vector<bool>> keep;
   };

@@ -351,15 +351,24 @@ private:
       return;
     }
     case transport::FrameKind::Data: break;
+    case transport::FrameKind::DataWithWatermark: break;
+    }
+    std::optional<std::int64_t> piggyback;
+    std::size_t skip = transport::kFrameHeaderSize;
+    if (header->kind == transport::FrameKind::DataWithWatermark) {
+      piggyback = transport::read_piggyback_watermark(payload);
+      if (!piggyback) throw Error(ErrorKind::Internal, "received a malformed data frame (no watermark)");
+      skip += transport::kPiggybackWatermarkSize;
     }
     if (auto w = watermarks_->on_data(header->channel)) advance_watermark(*w);
     // Moving a small message moves its bytes (ZeroMQ keeps them inline): view it anew.
     auto owned = std::make_shared<zmq::message_t>(std::move(message));
-    payload = std::string_view(static_cast<const char*>(owned->data()) + transport::kFrameHeaderSize,
-                               owned->size() - transport::kFrameHeaderSize);
+    payload = std::string_view(static_cast<const char*>(owned->data()) + skip, owned->size() - skip);
     auto batch = state::decode_batch(payload, owned, names_);
     if (!batch) throw Error(ErrorKind::Internal, "received a corrupt batch: " + batch.error());
     chain_->push(*batch, emitter(), header->input_index);
+    if (piggyback)
+      if (auto advanced = watermarks_->on_watermark(header->channel, *piggyback)) advance_watermark(*advanced);
   }
 
   // Every live input has delivered the barrier: snapshot, pass it on, go on with what waited.

@@ -32,6 +32,24 @@ TEST_CASE("a frame header round-trips and rejects what is not one", "[transport]
   CHECK_FALSE(read_frame_header(bad_kind));
 }
 
+TEST_CASE("a data frame can carry the watermark in front of its batch", "[transport]") {
+  FrameHeader h;
+  h.kind = FrameKind::DataWithWatermark;
+  std::string bytes;
+  write_frame_header(h, bytes);
+  write_piggyback_watermark(-1700000000123, bytes);
+  bytes += "SCTB";
+  auto back = read_frame_header(bytes);
+  REQUIRE(back);
+  CHECK(back->kind == FrameKind::DataWithWatermark);
+  std::string_view payload = std::string_view(bytes).substr(kFrameHeaderSize);
+  auto watermark = read_piggyback_watermark(payload);
+  REQUIRE(watermark);
+  CHECK(*watermark == -1700000000123);
+  CHECK(payload.substr(kPiggybackWatermarkSize) == "SCTB");
+  CHECK_FALSE(read_piggyback_watermark(payload.substr(0, 7)));
+}
+
 TEST_CASE("control messages round-trip values with newlines and backslashes", "[transport]") {
   ControlMessage m{"FAILED", {}};
   m.set("task", "3").set("message", "line one\nline \\two\\n");
