@@ -41,12 +41,7 @@ LineDecoder::LineDecoder(const pipeline::PipelineSpec& spec, const pipeline::Nod
                          state::FieldNames& names)
     : format_(text_format_of(node)), names_(names), line_field_(names.intern("line")) {
   if (format_ == TextFormat::Csv) csv_ = std::make_unique<state::CsvReader>(csv_options(spec, node), names);
-  if (auto emitted = spec.fields_emitted(spec.index_of(node)); !emitted.all && format_ != TextFormat::Lines)
-    for (const auto& name : emitted.names) {
-      state::FieldId id = names.intern(name);
-      if (id >= keep_.size()) keep_.resize(static_cast<std::size_t>(id) + 1, false);
-      keep_[id] = true;
-    }
+  if (format_ != TextFormat::Lines) keep_ = pipeline::field_mask(spec.fields_emitted(spec.index_of(node)), names);
 }
 
 Result<void> LineDecoder::decode(std::string_view line, state::Batch& batch) {

@@ -23,15 +23,8 @@ OutputRouter::OutputRouter(zmq::context_t& context, const pipeline::PipelineSpec
       edge.max_parallelism = static_cast<std::uint32_t>(spec.max_parallelism);
     }
     std::shared_ptr<const std::vector<bool>> keep;
-    if (auto reads = spec.fields_read(e->to_node, static_cast<std::size_t>(e->input_index)); !reads.all) {
-      auto mask = std::make_shared<std::vector<bool>>();
-      for (const auto& name : reads.names) {
-        state::FieldId id = names.intern(name);
-        if (id >= mask->size()) mask->resize(static_cast<std::size_t>(id) + 1, false);
-        (*mask)[id] = true;
-      }
-      keep = std::move(mask);
-    }
+    if (auto reads = spec.fields_read(e->to_node, static_cast<std::size_t>(e->input_index)); !reads.all)
+      keep = std::make_shared<std::vector<bool>>(pipeline::field_mask(reads, names));
     int downstream = plan.chains[static_cast<std::size_t>(e->to_chain)].parallelism;
     for (int d = 0; d < downstream; ++d) {
       if (!e->connects(task.subtask, d)) continue;

@@ -4,6 +4,9 @@
 
 #include <set>
 #include <string>
+#include <vector>
+
+#include "state/field_names.hpp"
 
 namespace streamctl::pipeline {
 
@@ -29,5 +32,18 @@ struct FieldSet {
   }
   bool operator==(const FieldSet&) const = default;
 };
+
+// The set as a mask by FieldId (names interned into `names`), for the hot paths that drop
+// fields; empty when the set is every field.
+inline std::vector<bool> field_mask(const FieldSet& fields, state::FieldNames& names) {
+  std::vector<bool> mask;
+  if (fields.all) return mask;
+  for (const auto& name : fields.names) {
+    state::FieldId id = names.intern(name);
+    if (id >= mask.size()) mask.resize(static_cast<std::size_t>(id) + 1, false);
+    mask[id] = true;
+  }
+  return mask;
+}
 
 } // namespace streamctl::pipeline
