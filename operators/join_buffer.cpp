@@ -124,61 +124,102 @@ private:
 } // namespace
 
 void RecordBuffer::add(std::int64_t time, const state::Record& record) {
-  const std::size_t start = bytes_.size();
-  put_raw(bytes_, time);
-  put_raw(bytes_, std::uint32_t{0}); // the body's length, patched below
+  // The body is encoded after a one-byte placeholder for its length varint, which is
+  // widened (moving the body) only for bodies of 128 bytes or more.
+  const std::size_t offset = bytes_.size();
+  bytes_.push_back('\0');
   put_varint(bytes_, record.size);
   for (const auto& field : record) {
     put_varint(bytes_, field.name);
     put_value(bytes_, field.value);
   }
-  const std::size_t body = bytes_.size() - start - 12;
+  const std::size_t body = bytes_.size() - offset - 1;
   STREAMCTL_STATE_ASSERT(body <= UINT32_MAX, "a record of more than 4 GiB in a join");
-  auto n = static_cast<std::uint32_t>(body);
-  std::memcpy(bytes_.data() + start + 8, &n, 4);
-  put_raw(bytes_, n);
-  ++count_;
-
-  // Usually records come in time order and the entry stays last. Otherwise walk back to the
-  // first entry of a greater time and rotate the new entry in front of it.
-  std::size_t at = start;
-  while (at > head_) {
-    std::uint32_t prev_n = read_u32(at - 4);
-    std::size_t prev = at - entry_overhead - prev_n;
-    if (read_i64(prev) <= time) break;
-    at = prev;
+  char length[10];
+  std::size_t length_size = 0;
+  for (std::uint64_t v = body; ; v >>= 7) {
+    length[length_size++] = static_cast<char>((v & 0x7F) | (v >= 0x80 ? 0x80 : 0));
+    if (v < 0x80) break;
   }
-  if (at != start)
-    std::rotate(bytes_.begin() + static_cast<std::ptrdiff_t>(at),
-                bytes_.begin() + static_cast<std::ptrdiff_t>(start), bytes_.end());
+  if (length_size > 1) bytes_.insert(offset + 1, length_size - 1, '\0');
+  std::memcpy(bytes_.data() + offset, length, length_size);
+  live_bytes_ += length_size + body;
+
+  const bool in_order = sorted_ == entries_.size() &&
+                        (empty() || entries_.back().time <= time);
+  entries_.push_back(Entry{time, offset});
+  if (in_order) sorted_ = entries_.size();
+}
+
+std::string_view RecordBuffer::body_at(std::uint64_t offset) const {
+  const char* p = bytes_.data() + offset;
+  std::uint64_t n = 0;
+  for (int shift = 0;; shift += 7) {
+    auto byte = static_cast<std::uint8_t>(*p++);
+    n |= std::uint64_t{byte & 0x7Fu} << shift;
+    if ((byte & 0x80) == 0) break;
+  }
+  return {p, static_cast<std::size_t>(n)};
+}
+
+void RecordBuffer::sort_new_entries() const {
+  if (sorted_ == entries_.size()) return;
+  const auto by_time = [](const Entry& a, const Entry& b) { return a.time < b.time; };
+  const auto first = entries_.begin() + static_cast<std::ptrdiff_t>(head_);
+  const auto middle = entries_.begin() + static_cast<std::ptrdiff_t>(sorted_);
+  // Stable, and the older (sorted) run first in the merge: equal times keep arrival order.
+  std::stable_sort(middle, entries_.end(), by_time);
+  std::inplace_merge(first, middle, entries_.end(), by_time);
+  sorted_ = entries_.size();
 }
 
 std::size_t RecordBuffer::drop_through(std::int64_t time) {
+  sort_new_entries();
   std::size_t dropped = 0;
-  while (head_ < bytes_.size() && read_i64(head_) <= time) {
-    head_ += entry_overhead + read_u32(head_ + 8);
+  while (head_ < entries_.size() && entries_[head_].time <= time) {
+    const std::uint64_t offset = entries_[head_].offset;
+    const std::string_view body = body_at(offset);
+    live_bytes_ -= static_cast<std::size_t>(body.data() + body.size() - (bytes_.data() + offset));
+    ++head_;
     ++dropped;
   }
-  count_ -= dropped;
   if (dropped > 0) compact();
   return dropped;
 }
 
-// Frees dropped bytes once they are most of the string (amortised O(1) per dropped record),
-// and gives memory back when the string has become much larger than what it holds.
+// Frees dropped entries and bodies once they are most of what is held (amortised O(1) per
+// dropped record), and gives memory back when the buffers have become much larger than what
+// they hold.
 void RecordBuffer::compact() {
-  if (head_ == bytes_.size()) {
-    if (bytes_.capacity() > 1024)
+  if (empty()) {
+    if (bytes_.capacity() > 1024) {
       std::string().swap(bytes_);
-    else
+      std::vector<Entry>().swap(entries_);
+    } else {
       bytes_.clear();
-    head_ = 0;
+      entries_.clear();
+    }
+    head_ = sorted_ = live_bytes_ = 0;
     return;
   }
-  if (head_ * 2 < bytes_.size()) return;
-  bytes_.erase(0, head_);
-  head_ = 0;
-  if (bytes_.capacity() > 1024 && bytes_.size() * 4 < bytes_.capacity()) bytes_.shrink_to_fit();
+  if (head_ * 2 >= entries_.size()) {
+    entries_.erase(entries_.begin(), entries_.begin() + static_cast<std::ptrdiff_t>(head_));
+    sorted_ -= head_;
+    head_ = 0;
+    if (entries_.capacity() > 256 && entries_.size() * 4 < entries_.capacity())
+      entries_.shrink_to_fit();
+  }
+  if (live_bytes_ * 2 >= bytes_.size()) return;
+  std::string live;
+  live.reserve(live_bytes_ + live_bytes_ / 2);
+  for (std::size_t k = head_; k < entries_.size(); ++k) {
+    const std::uint64_t offset = entries_[k].offset;
+    const std::string_view body = body_at(offset);
+    entries_[k].offset = live.size();
+    const char* from = bytes_.data() + offset;
+    live.append(from, static_cast<std::size_t>(body.data() + body.size() - from));
+  }
+  bytes_.swap(live);
 }
 
 state::Record decode_stored_record(std::string_view body, std::int64_t timestamp,
