@@ -12,6 +12,7 @@
 #include "operators/join_buffer.hpp"
 #include "operators/join_output.hpp"
 #include "operators/partition_key.hpp"
+#include "pipeline/spec/projection.hpp"
 #include "pipeline/spec/units.hpp"
 #include "state/error.hpp"
 #include "state/key_codec.hpp"
@@ -738,10 +739,49 @@ std::optional<IntervalSpec> read_interval(const pipeline::PipelineSpec& spec,
 
 } // namespace
 
+namespace {
+
+// Projection: each side reads its `on` key, and what the output needs of it. With `select`,
+// the members of `left` / `right` that the select expressions read (every expression, used
+// downstream or not, so that one that fails still fails); without, the output is the left's
+// fields then the right's that the left lacks, so both sides read what consumers read.
+std::vector<pipeline::FieldSet> join_reads(const pipeline::PipelineSpec&,
+                                           const pipeline::NodeSpec& node,
+                                           const pipeline::FieldSet& main,
+                                           const pipeline::FieldSet&) {
+  std::vector<pipeline::FieldSet> reads(2);
+  const toml::table* select = node.config["select"].as_table();
+  for (int side = 0; side < 2; ++side) {
+    reads[side].add(pipeline::fields_of_expression(join_on_text(node, side)));
+    if (select == nullptr) {
+      reads[side].add(main);
+      continue;
+    }
+    state::FieldNames scratch;
+    for (const auto& [name, value] : *select) {
+      const auto* text = value.as_string();
+      std::optional<std::vector<std::string>> members;
+      if (text != nullptr) try {
+          members = pipeline::Expression::compile(text->get(), scratch)
+                        .fields_within(side == 0 ? "left" : "right");
+        } catch (const pipeline::ExpressionError&) {
+        }
+      if (!members) {
+        reads[side].add(pipeline::FieldSet::everything());
+        break;
+      }
+      for (const auto& member : *members) reads[side].add(member);
+    }
+  }
+  return reads;
+}
+
+} // namespace
+
 pipeline::NodeTypeSchema join_schema() {
   using pipeline::KeySchema;
   using pipeline::KeyType;
-  return pipeline::NodeTypeSchema{
+  pipeline::NodeTypeSchema schema{
       "join",
       {
           KeySchema{
@@ -791,6 +831,8 @@ pipeline::NodeTypeSchema join_schema() {
           KeySchema{
               "select", KeyType::ExpressionMap, false, {}, {}, "output fields: name = \"left.f\""},
       }};
+  schema.read_fields = join_reads;
+  return schema;
 }
 
 std::unique_ptr<Operator> make_join(const pipeline::PipelineSpec& spec,

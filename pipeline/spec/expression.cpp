@@ -20,6 +20,7 @@
 
 #include "pipeline/spec/expression.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -429,6 +430,17 @@ Expression Expression::compile(std::string_view text, state::FieldNames& names) 
   e.fields_ = e.root_->fields;
   e.program_ = std::make_unique<expr::Program>(*e.root_);
   return e;
+}
+
+std::optional<std::vector<std::string>> Expression::fields_within(std::string_view top) const {
+  std::vector<std::string> members;
+  for (const auto& path : root_->field_paths) {
+    if (path.front() != top) continue;
+    if (path.size() == 1) return std::nullopt;
+    if (std::find(members.begin(), members.end(), path[1]) == members.end())
+      members.push_back(path[1]);
+  }
+  return members;
 }
 
 std::optional<Expression::FieldReference> Expression::field_reference() const {

@@ -73,6 +73,9 @@ public:
   std::optional<FieldReference> field_reference() const;
   // Top-level field names the expression reads (for documentation and planning).
   const std::vector<std::string>& fields() const { return fields_; }
+  // The members of the map field `top` that the expression reads (`left.id` reads "id" of
+  // `left`); nullopt when it reads `top` whole (`left`, `len(left)`, `left["id"]`).
+  std::optional<std::vector<std::string>> fields_within(std::string_view top) const;
 
   Expression(Expression&&) noexcept;
   Expression& operator=(Expression&&) noexcept;

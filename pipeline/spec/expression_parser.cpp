@@ -655,6 +655,7 @@ private:
     auto n = make(Op::Field, first.begin, first.begin);
     n->name = first.value;
     n->path.push_back(names_.intern(first.value));
+    std::vector<std::string> segments{first.value};
     while (peek().kind == Tok::Dot) {
       next();
       const Token& seg = next();
@@ -663,7 +664,9 @@ private:
       n->name += '.';
       n->name += seg.value;
       n->path.push_back(names_.intern(seg.value));
+      segments.push_back(seg.value);
     }
+    program_.field_paths.push_back(std::move(segments));
     n->type = any_mask;
     if (std::find(program_.fields.begin(), program_.fields.end(), first.value) ==
         program_.fields.end())

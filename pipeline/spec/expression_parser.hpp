@@ -117,6 +117,9 @@ struct ExpressionNode {
   // given to compile() must outlive the Expression.
   const state::FieldNames* names = nullptr;
   std::vector<std::string> fields; // top-level fields read, in order of first use
+  // Every field reference as written, segment by segment (`left.id` is {"left", "id"}): what
+  // projection needs to tell which members of a map field are read.
+  std::vector<std::vector<std::string>> field_paths;
 
   // True when `v` (or an element of it) points into `strings`: such a result is copied into
   // the caller's arena so that it does not depend on the Expression's lifetime.

@@ -7,7 +7,8 @@
 // which fields of each input it reads given what its consumers read of its outputs: a filter
 // reads its `where` and passes on what is needed after it; a window reads its key and its
 // aggregates' arguments (and, for its late output, whatever that output's consumers read); a
-// sink, a join and any type without read_fields read everything. A node whose on_error is
+// join reads its keys and what its `select` reads of each side (without `select`, what its
+// consumers read, from both sides); a sink and any type without read_fields read everything. A node whose on_error is
 // "fail" or "dead_letter" reads everything, so that the record it reports is the record it got.
 // A source emits what its consumers read plus what its own `event_time` reads.
 //

@@ -140,7 +140,7 @@ inputs = ["late"]
   CHECK(job.spec.fields_read(node(job, "w"), 0).all);
 }
 
-TEST_CASE("nodes that report bad records whole, joins, and projection = false read everything",
+TEST_CASE("nodes that report bad records whole and projection = false read everything",
           "[projection]") {
   const std::string base = R"toml(name = "p"
 [sources.g]
@@ -173,4 +173,64 @@ inputs = ["r"]
   CHECK(with("on_error = \"fail\"").spec.fields_emitted(0).all);
   CHECK(with("", "projection = false\n").spec.fields_read(2, 0).all);
   CHECK(with("", "projection = false\n").spec.fields_emitted(0).all);
+}
+
+TEST_CASE("a join reads its keys and what its select reads of each side", "[projection]") {
+  const std::string base = R"toml(name = "p"
+[sources.events]
+type = "generator"
+profile = "nexmark"
+[operators.persons]
+type = "filter"
+inputs = ["events"]
+where = "event_type == \"person\""
+[operators.auctions]
+type = "filter"
+inputs = ["events"]
+where = "event_type == \"auction\""
+[operators.j]
+type = "join"
+inputs = ["persons", "auctions"]
+on = { left = "id", right = "seller" }
+window = { kind = "tumbling", size = "10s" }
+SELECT
+[operators.r]
+type = "reduce"
+inputs = ["j"]
+key = ["name"]
+aggregates = { n = "count()" }
+[sinks.out]
+type = "stdout"
+inputs = ["r"]
+)toml";
+  auto with = [&](const std::string& select) {
+    std::string text = base;
+    text.replace(text.find("SELECT"), 6, select);
+    return load(text);
+  };
+  {
+    auto job = with(R"(select = { name = "left.name", reserve = "right.reserve * 2", seller = "right.seller" })");
+    const std::size_t j = node(job, "j");
+    CHECK(job.spec.fields_read(j, 0) == names({"id", "name"}));
+    CHECK(job.spec.fields_read(j, 1) == names({"reserve", "seller"}));
+    CHECK(job.spec.fields_read(node(job, "persons"), 0) == names({"event_type", "id", "name"}));
+    CHECK(job.spec.fields_emitted(node(job, "events")) ==
+          names({"event_type", "id", "name", "reserve", "seller"}));
+  }
+  {
+    // Without select the output is the left's fields then the right's: both sides give what
+    // is read downstream, besides their keys.
+    auto job = with("");
+    const std::size_t j = node(job, "j");
+    CHECK(job.spec.fields_read(j, 0) == names({"id", "name"}));
+    CHECK(job.spec.fields_read(j, 1) == names({"name", "seller"}));
+  }
+  {
+    // A side read whole (a function of the map, an index) needs every field of that side.
+    auto job = with(R"x(select = { name = "left.name", all = "len(right)" })x");
+    CHECK(job.spec.fields_read(node(job, "j"), 0) == names({"id", "name"}));
+    CHECK(job.spec.fields_read(node(job, "j"), 1).all);
+    auto indexed = with(R"(select = { name = "left[\"name\"]" })");
+    CHECK(indexed.spec.fields_read(node(indexed, "j"), 0).all);
+  }
 }
