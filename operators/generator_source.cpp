@@ -99,7 +99,17 @@ public:
       if (id >= wanted_.size()) wanted_.resize(id + 1, false);
       wanted_[id] = emitted.contains(std::string(names.name(id)));
     }
-    if (profile_ == Profile::Nexmark) nexmark_fields_.emplace(names);
+    if (profile_ == Profile::Nexmark) {
+      nexmark_fields_.emplace(names);
+      if (!emitted.all) {
+        nexmark_fields_->wanted.assign(1, false); // non-empty: only what is named below
+        for (const auto& name : emitted.names) {
+          const state::FieldId id = names.intern(name);
+          if (id >= nexmark_fields_->wanted.size()) nexmark_fields_->wanted.resize(id + 1, false);
+          nexmark_fields_->wanted[id] = true;
+        }
+      }
+    }
   }
 
   void open(OperatorContext& ctx) override {

@@ -70,6 +70,10 @@ public:
 
   bool one_in(std::uint64_t ratio) { return below(ratio) == 0; }
 
+  // Advances the stream past `draws` draws, as if they were made (a field nobody reads is not
+  // written, but the fields after it must get the same draws).
+  void skip(std::uint64_t draws) { state_ += draws * 0x9e3779b97f4a7c15ULL; }
+
 private:
   std::uint64_t state_;
 };
@@ -143,6 +147,12 @@ public:
     return since(m);
   }
 
+  // add_words's draws without its text: for a field nobody reads.
+  static Span skip_words(Rng& rng, std::uint64_t length) {
+    rng.skip(length);
+    return {};
+  }
+
   // Copies the text into `out`'s arena; values() then point into the copy.
   void store(state::Batch& out) { stored_ = out.copy_string(std::string_view(buf_.data(), size_)); }
   Value value(Span s) const { return Value::string(stored_.substr(s.at, s.size)); }
@@ -194,12 +204,18 @@ void make_person(std::uint64_t n, Rng& rng, std::int64_t ts, const NexmarkFields
   text.put(' ');
   text.put(kLastNames[rng.below(kLastNames.size())]);
   auto name = text.since(m);
-  m = text.mark();
-  text.add_words(rng, 3 + rng.below(4), false);
-  text.put('@');
-  text.add_words(rng, 3 + rng.below(2), false);
-  text.put(".com");
-  auto email = text.since(m);
+  Text::Span email;
+  if (f.wants(f.email_address)) {
+    m = text.mark();
+    text.add_words(rng, 3 + rng.below(4), false);
+    text.put('@');
+    text.add_words(rng, 3 + rng.below(2), false);
+    text.put(".com");
+    email = text.since(m);
+  } else {
+    Text::skip_words(rng, 3 + rng.below(4));
+    Text::skip_words(rng, 3 + rng.below(2));
+  }
   m = text.mark();
   for (int k = 0; k < 4; ++k) {
     if (k > 0) text.put(' ');
@@ -210,14 +226,14 @@ void make_person(std::uint64_t n, Rng& rng, std::int64_t ts, const NexmarkFields
   auto us_state = text.add(kStates[rng.below(kStates.size())]);
   text.store(out);
 
-  b.append(f.event_type, text.value(type));
-  b.append(f.id, Value::integer(nexmark_last_person_id(n)));
-  b.append(f.name, text.value(name));
-  b.append(f.email_address, text.value(email));
-  b.append(f.credit_card, text.value(card));
-  b.append(f.city, text.value(city));
-  b.append(f.state, text.value(us_state));
-  b.append(f.date_time, Value::integer(ts));
+  if (f.wants(f.event_type)) b.append(f.event_type, text.value(type));
+  if (f.wants(f.id)) b.append(f.id, Value::integer(nexmark_last_person_id(n)));
+  if (f.wants(f.name)) b.append(f.name, text.value(name));
+  if (f.wants(f.email_address)) b.append(f.email_address, text.value(email));
+  if (f.wants(f.credit_card)) b.append(f.credit_card, text.value(card));
+  if (f.wants(f.city)) b.append(f.city, text.value(city));
+  if (f.wants(f.state)) b.append(f.state, text.value(us_state));
+  if (f.wants(f.date_time)) b.append(f.date_time, Value::integer(ts));
 }
 
 void make_auction(std::uint64_t n, Rng& rng, std::int64_t ts, std::int64_t interval_ms,
@@ -232,21 +248,23 @@ void make_auction(std::uint64_t n, Rng& rng, std::int64_t ts, std::int64_t inter
       ts + 1 + static_cast<std::int64_t>(rng.below(std::max<std::uint64_t>(2 * horizon_ms, 1)));
   Text text;
   auto type = text.add("auction");
-  auto item_name = text.add_words(rng, 3 + rng.below(17), true);
-  auto description = text.add_words(rng, 3 + rng.below(97), true);
+  auto item_name = f.wants(f.item_name) ? text.add_words(rng, 3 + rng.below(17), true)
+                                        : Text::skip_words(rng, 3 + rng.below(17));
+  auto description = f.wants(f.description) ? text.add_words(rng, 3 + rng.below(97), true)
+                                            : Text::skip_words(rng, 3 + rng.below(97));
   std::int64_t reserve = initial_bid + next_price(rng);
   text.store(out);
 
-  b.append(f.event_type, text.value(type));
-  b.append(f.id, Value::integer(nexmark_last_auction_id(n)));
-  b.append(f.item_name, text.value(item_name));
-  b.append(f.description, text.value(description));
-  b.append(f.initial_bid, Value::integer(initial_bid));
-  b.append(f.reserve, Value::integer(reserve));
-  b.append(f.date_time, Value::integer(ts));
-  b.append(f.expires, Value::integer(expires));
-  b.append(f.seller, Value::integer(kNexmarkFirstPersonId + static_cast<std::int64_t>(seller)));
-  b.append(f.category, Value::integer(category));
+  if (f.wants(f.event_type)) b.append(f.event_type, text.value(type));
+  if (f.wants(f.id)) b.append(f.id, Value::integer(nexmark_last_auction_id(n)));
+  if (f.wants(f.item_name)) b.append(f.item_name, text.value(item_name));
+  if (f.wants(f.description)) b.append(f.description, text.value(description));
+  if (f.wants(f.initial_bid)) b.append(f.initial_bid, Value::integer(initial_bid));
+  if (f.wants(f.reserve)) b.append(f.reserve, Value::integer(reserve));
+  if (f.wants(f.date_time)) b.append(f.date_time, Value::integer(ts));
+  if (f.wants(f.expires)) b.append(f.expires, Value::integer(expires));
+  if (f.wants(f.seller)) b.append(f.seller, Value::integer(kNexmarkFirstPersonId + static_cast<std::int64_t>(seller)));
+  if (f.wants(f.category)) b.append(f.category, Value::integer(category));
 }
 
 void make_bid(std::uint64_t n, Rng& rng, std::int64_t ts, const NexmarkFields& f,
@@ -271,32 +289,34 @@ void make_bid(std::uint64_t n, Rng& rng, std::int64_t ts, const NexmarkFields& f
   if (!rng.one_in(kHotChannelRatio)) {
     std::uint64_t k = rng.below(kHotChannels.size());
     channel = text.add(kHotChannels[k]);
-    url = add_base_url(text, kChannels + k);
+    if (f.wants(f.url)) url = add_base_url(text, kChannels + k);
   } else {
     std::uint64_t k = rng.below(kChannels);
     std::uint32_t m = text.mark();
     text.put("channel-");
     text.put_number(k);
     channel = text.since(m);
-    m = text.mark();
-    add_base_url(text, k);
-    // As Flink's: nine channels in ten carry their id, bit-reversed, in the URL.
-    if (mix(k ^ kChannelSalt ^ 1) % 10 > 0) {
-      text.put("&channel_id=");
-      auto reversed = static_cast<std::int32_t>(reverse_bits(static_cast<std::uint32_t>(k)));
-      text.put_number(static_cast<std::uint64_t>(std::abs(static_cast<std::int64_t>(reversed))));
+    if (f.wants(f.url)) {
+      m = text.mark();
+      add_base_url(text, k);
+      // As Flink's: nine channels in ten carry their id, bit-reversed, in the URL.
+      if (mix(k ^ kChannelSalt ^ 1) % 10 > 0) {
+        text.put("&channel_id=");
+        auto reversed = static_cast<std::int32_t>(reverse_bits(static_cast<std::uint32_t>(k)));
+        text.put_number(static_cast<std::uint64_t>(std::abs(static_cast<std::int64_t>(reversed))));
+      }
+      url = text.since(m);
     }
-    url = text.since(m);
   }
   text.store(out);
 
-  b.append(f.event_type, text.value(type));
-  b.append(f.auction, Value::integer(kNexmarkFirstAuctionId + static_cast<std::int64_t>(auction)));
-  b.append(f.bidder, Value::integer(kNexmarkFirstPersonId + static_cast<std::int64_t>(bidder)));
-  b.append(f.price, Value::integer(price));
-  b.append(f.channel, text.value(channel));
-  b.append(f.url, text.value(url));
-  b.append(f.date_time, Value::integer(ts));
+  if (f.wants(f.event_type)) b.append(f.event_type, text.value(type));
+  if (f.wants(f.auction)) b.append(f.auction, Value::integer(kNexmarkFirstAuctionId + static_cast<std::int64_t>(auction)));
+  if (f.wants(f.bidder)) b.append(f.bidder, Value::integer(kNexmarkFirstPersonId + static_cast<std::int64_t>(bidder)));
+  if (f.wants(f.price)) b.append(f.price, Value::integer(price));
+  if (f.wants(f.channel)) b.append(f.channel, text.value(channel));
+  if (f.wants(f.url)) b.append(f.url, text.value(url));
+  if (f.wants(f.date_time)) b.append(f.date_time, Value::integer(ts));
 }
 
 } // namespace

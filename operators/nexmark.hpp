@@ -25,6 +25,7 @@
 // also picks up to 10 ids ahead of the newest (its "lead") and its hot bidder may not exist yet.
 
 #include <cstdint>
+#include <vector>
 
 #include "state/batch.hpp"
 #include "state/field_names.hpp"
@@ -71,6 +72,14 @@ struct NexmarkFields {
   state::FieldId item_name, description, initial_bid, reserve, expires, seller, category;
   // bid (also date_time)
   state::FieldId auction, bidder, price, channel, url;
+
+  // By FieldId, the fields to make (projection: what anything downstream reads); empty: all.
+  // The others are not written, and the costly ones (words, URLs) not made, but every field
+  // that is made has the same value as when all are.
+  std::vector<bool> wanted;
+  bool wants(state::FieldId field) const {
+    return wanted.empty() || (field < wanted.size() && wanted[field]);
+  }
 };
 
 struct NexmarkClock {
