@@ -1,5 +1,6 @@
 #include "operators/dedup.hpp"
 
+#include "operators/config_problems.hpp"
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -312,27 +313,6 @@ private:
   // bloom: the filters of each key group.
   std::optional<KeyedBloomGenerations> bloom_;
   std::string key_bytes_; // scratch
-};
-
-// Collects every problem of the node's settings, so that `validate` reports them all at once.
-class ConfigProblems {
-public:
-  ConfigProblems(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node) : spec_(spec), node_(node) {}
-  void add(std::string_view key, const std::string& message) {
-    add_line(pipeline::position_of(spec_, node_, key) + ": operator '" + node_.name + "': " + message);
-  }
-  void add_line(const std::string& line) {
-    if (!text_.empty()) text_ += '\n';
-    text_ += line;
-  }
-  void throw_if_any() const {
-    if (!text_.empty()) throw Error(ErrorKind::Usage, text_);
-  }
-
-private:
-  const pipeline::PipelineSpec& spec_;
-  const pipeline::NodeSpec& node_;
-  std::string text_;
 };
 
 std::string number_text(double v) {

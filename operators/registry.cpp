@@ -10,6 +10,7 @@
 #include "operators/join.hpp"
 #include "operators/map.hpp"
 #include "operators/reduce.hpp"
+#include "operators/shed.hpp"
 #include "operators/stdin_source.hpp"
 #include "operators/stdout_sink.hpp"
 #include "operators/window.hpp"
@@ -77,6 +78,7 @@ void register_builtin_types(Registry& registry) {
   registry.add_operator(join_schema(), make_join);
   registry.add_operator(dedup_schema(), make_dedup);
   registry.add_operator(window_schema(), make_window);
+  registry.add_operator(shed_schema(), make_shed);
 
   registry.add_sink(stdout_sink_schema(), make_stdout_sink);
   registry.add_sink(file_sink_schema(), make_file_sink);

@@ -56,6 +56,10 @@ JobTotals sum_metrics(const pipeline::PipelineSpec& spec, const std::vector<std:
       if (node->role == pipeline::NodeRole::Source) totals.read += m.records_out;
       if (node->role == pipeline::NodeRole::Sink) totals.written += m.records_in;
       totals.bad += m.bad_records;
+      if (node->type == "shed") {
+        totals.has_shed = true;
+        if (m.records_in > m.records_out) totals.shed += m.records_in - m.records_out;
+      }
     }
   return totals;
 }

@@ -19,6 +19,8 @@ struct JobTotals {
   std::uint64_t read = 0;    // records out of sources
   std::uint64_t written = 0; // records into sinks
   std::uint64_t bad = 0;     // records handed to on_error, every node
+  std::uint64_t shed = 0;    // records dropped by `shed` nodes (their records in - out)
+  bool has_shed = false;     // the job has a `shed` node
 };
 
 JobTotals sum_metrics(const pipeline::PipelineSpec& spec, const std::vector<std::vector<NodeMetrics>>& per_task);

@@ -48,7 +48,30 @@ std::string describe_totals(const pipeline::PipelineSpec& spec,
   std::snprintf(rate, sizeof rate, "%.0f",
                 seconds > 0 ? static_cast<double>(totals.read) / seconds : 0.0);
   return std::to_string(totals.read) + " records read, " + std::to_string(totals.written) +
-         " written, " + std::to_string(totals.bad) + " bad, " + rate + " records/s read";
+         " written, " + std::to_string(totals.bad) + " bad, " +
+         (totals.has_shed ? std::to_string(totals.shed) + " shed, " : std::string()) + rate +
+         " records/s read";
+}
+
+std::vector<std::string> describe_shedding(const pipeline::PipelineSpec& spec,
+                                           const std::vector<std::vector<NodeMetrics>>& per_task) {
+  std::vector<std::string> lines;
+  for (const auto& node : spec.nodes) {
+    if (node.type != "shed") continue;
+    std::uint64_t in = 0, out = 0;
+    for (const auto& task : per_task)
+      for (const auto& m : task)
+        if (m.node == node.name) {
+          in += m.records_in;
+          out += m.records_out;
+        }
+    if (in <= out) continue;
+    char share[32];
+    std::snprintf(share, sizeof share, "%.1f%%", 100.0 * static_cast<double>(in - out) / static_cast<double>(in));
+    lines.push_back("shed node '" + node.name + "' dropped " + std::to_string(in - out) + " of " +
+                    std::to_string(in) + " records (" + share + ")");
+  }
+  return lines;
 }
 
 std::string describe_parallelism(const pipeline::PipelineSpec& spec) {

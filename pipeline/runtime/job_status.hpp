@@ -15,6 +15,11 @@ namespace streamctl::runtime {
 std::string status_json(const LoadedJob& job, const WorkerPool& workers);
 
 // "1200 records read, 1100 written, 3 bad, 400 records/s read": the progress and end lines.
+// One line per `shed` node that dropped records: "shed node 's' dropped 49895 of 100000
+// records (49.9%)", for the end of a run (shedding loses data on purpose: a person should see
+// how much).
+std::vector<std::string> describe_shedding(const pipeline::PipelineSpec& spec,
+                                           const std::vector<std::vector<NodeMetrics>>& per_task);
 std::string describe_totals(const pipeline::PipelineSpec& spec,
                             const std::vector<std::vector<NodeMetrics>>& per_task, double seconds);
 
