@@ -6,6 +6,8 @@
 #include "cli/detach.hpp"
 #include "cli/limit_options.hpp"
 #include "pipeline/runtime/host_limits.hpp"
+#include "pipeline/runtime/job_loader.hpp"
+#include "pipeline/spec/lint.hpp"
 #include "pipeline/runtime/checkpoint_metadata.hpp"
 #include "pipeline/runtime/coordinator.hpp"
 
@@ -68,6 +70,8 @@ void add_run_command(CLI::App& app, Context& ctx) {
       if (o->launcher != "ssh") overrides.push_back("cluster.hosts=[]");
     }
     auto job = runtime::load_job(o->file, overrides, ctx.registry, o->limits.max_pipeline_size);
+    for (const auto& warning : pipeline::lint_pipeline(job.spec, runtime::catalog_of(ctx.registry)))
+      ctx.log->warn("{}", warning);
     runtime::RunOptions options;
     options.state_dir = ctx.state_dir();
     options.worker_limits = o->limits.worker_limits();

@@ -5,6 +5,7 @@
 #include "cli/limit_options.hpp"
 #include "pipeline/runtime/host_limits.hpp"
 #include "pipeline/runtime/job_loader.hpp"
+#include "pipeline/spec/lint.hpp"
 #include "pipeline/spec/placement_preview.hpp"
 #include "state/error.hpp"
 
@@ -26,6 +27,9 @@ void add_validate_command(CLI::App& app, Context& ctx) {
     // Hosts without `slots` count as large enough here; `run` checks their real core counts.
     auto placement = pipeline::preview_placement(job.spec, job.plan);
     if (!placement.placement) throw Error(ErrorKind::Usage, "cannot place the job: " + placement.placement.error());
+    // Warnings are not failures: the exit code stays 0.
+    for (const auto& warning : pipeline::lint_pipeline(job.spec, runtime::catalog_of(ctx.registry)))
+      std::cerr << warning << "\n";
     if (!ctx.global.quiet)
       std::cerr << *file << ": ok (" << job.spec.nodes.size() << " nodes, " << job.plan.tasks.size()
                 << (job.plan.tasks.size() == 1 ? " worker process)\n" : " worker processes)\n");

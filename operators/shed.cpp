@@ -3,9 +3,9 @@
 #include <cmath>
 #include <cstring>
 #include <optional>
-#include <set>
 
 #include "operators/config_problems.hpp"
+#include "pipeline/spec/lint.hpp"
 
 namespace streamctl::operators {
 
@@ -111,17 +111,6 @@ private:
   bool lagging_ = false;
 };
 
-// Whether a source upstream of `node` (or `node` itself) sets `event_time`.
-bool has_event_time_upstream(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
-                             std::set<std::string>& seen) {
-  if (!seen.insert(node.name).second) return false;
-  if (node.role == pipeline::NodeRole::Source) return node.config.contains("event_time");
-  for (const auto& input : node.inputs)
-    if (const auto* upstream = spec.find(input))
-      if (has_event_time_upstream(spec, *upstream, seen)) return true;
-  return false;
-}
-
 // Projection: shed reads nothing itself; records pass whole.
 std::vector<pipeline::FieldSet> shed_reads(const pipeline::PipelineSpec&,
                                            const pipeline::NodeSpec& node,
@@ -169,8 +158,7 @@ std::unique_ptr<Operator> make_shed(const pipeline::PipelineSpec& spec,
       problems.add("target_latency", "'target_latency' must be a duration such as \"200ms\"");
     else
       config.target_latency_ms = ms;
-    std::set<std::string> seen;
-    if (!has_event_time_upstream(spec, node, seen))
+    if (!pipeline::nodes_with_event_time(spec)[spec.index_of(node)])
       problems.add("target_latency",
                    "'target_latency' measures how far the watermark lags the wall clock, and no "
                    "source upstream sets 'event_time'");

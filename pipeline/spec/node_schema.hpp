@@ -31,6 +31,11 @@ using ReadFields = std::function<std::vector<FieldSet>(
     const PipelineSpec& spec, const NodeSpec& node, const FieldSet& main_needed,
     const FieldSet& late_needed)>;
 
+// For a source whose records always have the same fields (a generator profile): those fields,
+// so that lint (lint.hpp) can tell a field read downstream that no record will ever have.
+// FieldSet::everything() when unknown (files, stdin).
+using MadeFields = std::function<FieldSet(const NodeSpec& node)>;
+
 enum class KeyType {
   String,
   Int,
@@ -62,6 +67,7 @@ struct NodeTypeSchema {
   bool single_instance = false;      // stdin and stdout: parallelism is always 1, and it runs
                                      // on the coordinator's host (its terminal)
   ReadFields read_fields;            // empty: reads every field of every input
+  MadeFields made_fields;            // sources only; empty: the fields are not known
 };
 
 const char* key_type_name(KeyType t);

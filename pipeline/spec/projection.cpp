@@ -23,15 +23,6 @@ FieldSet fields_of_expression(std::string_view text) {
 
 namespace {
 
-const NodeTypeSchema* schema_of(const SchemaCatalog& catalog, const NodeSpec& node) {
-  const auto& list = node.role == NodeRole::Source     ? catalog.sources
-                     : node.role == NodeRole::Operator ? catalog.operators
-                                                       : catalog.sinks;
-  for (const auto& schema : list)
-    if (schema.type == node.type) return &schema;
-  return nullptr;
-}
-
 // Works backwards from the sinks: what consumers read of each output of each node, memoised.
 class ProjectionPlanner {
 public:
@@ -60,7 +51,7 @@ public:
     std::vector<FieldSet> everything(node.inputs.size(), FieldSet::everything());
     if (state_[k] == State::Busy) return reads_[k] = everything; // a cycle: validation's to report
     state_[k] = State::Busy;
-    const NodeTypeSchema* schema = schema_of(catalog_, node);
+    const NodeTypeSchema* schema = catalog_.schema_for(node);
     std::vector<FieldSet> result = everything;
     if (schema != nullptr && schema->read_fields && node.on_error == OnError::Drop) {
       FieldSet main = needed(k, kMainOutput);

@@ -30,6 +30,16 @@ namespace streamctl::pipeline {
 // The node types that exist, by role (operators/registry.cpp fills one from the registry).
 struct SchemaCatalog {
   std::vector<NodeTypeSchema> sources, operators, sinks;
+
+  // The schema of the node's type in its role; null for an unknown type.
+  const NodeTypeSchema* schema_for(const NodeSpec& node) const {
+    const auto& list = node.role == NodeRole::Source     ? sources
+                       : node.role == NodeRole::Operator ? operators
+                                                         : sinks;
+    for (const auto& schema : list)
+      if (schema.type == node.type) return &schema;
+    return nullptr;
+  }
 };
 
 struct ValidationContext {
