@@ -18,6 +18,7 @@
 #include "operators/partition_key.hpp"
 #include "pipeline/spec/plan.hpp"
 #include "state/batch.hpp"
+#include "state/batch_codec.hpp"
 #include "transport/data_channel.hpp"
 #include "transport/frame.hpp"
 
@@ -90,6 +91,7 @@ private:
   void append(Channel& channel, const state::Batch& batch);
   void flush(Channel& channel);
   void send(Channel& channel, transport::FrameKind kind, std::string_view payload = {});
+  zmq::message_t encode_data(Channel& channel, const transport::FrameHeader& header);
   void send_to_all(transport::FrameKind kind, std::string_view payload);
 
   std::vector<Edge> edges_;
@@ -97,7 +99,8 @@ private:
   std::size_t batch_size_;
   std::chrono::milliseconds buffer_timeout_;
   WaitWritable wait_;
-  std::string buffer_;
+  state::BatchEncoder encoder_;
+  std::string buffer_; // control frames (watermark, barrier, end of input)
   std::string key_bytes_;
   std::int64_t watermark_sent_ = INT64_MIN;
   std::uint64_t records_sent_ = 0;
