@@ -1,8 +1,5 @@
 #include "pipeline/runtime/output_router.hpp"
 
-#include <cstdlib>
-#include <new>
-
 #include "state/batch_codec.hpp"
 #include "state/error.hpp"
 #include "state/key_group.hpp"
@@ -131,21 +128,20 @@ void OutputRouter::send(Channel& channel, transport::FrameKind kind, std::string
   ++batches_sent_;
 }
 
-// The batch is encoded straight into the memory the message sends: ZeroMQ takes the block as
-// it is and frees it once sent, where copying an encoded string into the message cost a pass
-// over every byte. The block has room for the encoder's bound; the message is as long as what
-// was written.
+// The batch is encoded straight into the memory the message sends (a block of pool_, which
+// ZeroMQ takes as it is and hands back once sent), where copying an encoded string into the
+// message cost a pass over every byte. The block has room for the encoder's bound; the
+// message is as long as what was written.
 zmq::message_t OutputRouter::encode_data(Channel& channel, const transport::FrameHeader& header) {
   const bool piggyback = header.kind == transport::FrameKind::DataWithWatermark;
   const std::size_t head =
       transport::kFrameHeaderSize + (piggyback ? transport::kPiggybackWatermarkSize : 0);
   const std::size_t bound = encoder_.bound(channel.pending, names_, channel.keep.get());
-  auto* memory = static_cast<char*>(std::malloc(head + bound));
-  if (memory == nullptr) throw std::bad_alloc();
+  char* memory = pool_.acquire(head + bound);
   transport::write_frame_header(header, memory);
   if (piggyback) transport::write_piggyback_watermark(watermark_sent_, memory + transport::kFrameHeaderSize);
   const std::size_t size = head + encoder_.write(channel.pending, names_, memory + head);
-  return zmq::message_t(memory, size, [](void* data, void*) { std::free(data); });
+  return pool_.wrap(memory, size);
 }
 
 void OutputRouter::flush_due(Clock::time_point now) {

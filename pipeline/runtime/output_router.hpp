@@ -21,6 +21,7 @@
 #include "state/batch_codec.hpp"
 #include "transport/data_channel.hpp"
 #include "transport/frame.hpp"
+#include "transport/message_pool.hpp"
 
 namespace streamctl::runtime {
 
@@ -100,6 +101,7 @@ private:
   std::chrono::milliseconds buffer_timeout_;
   WaitWritable wait_;
   state::BatchEncoder encoder_;
+  transport::MessagePool pool_; // the memory of data messages, reused once sent
   std::string buffer_; // control frames (watermark, barrier, end of input)
   std::string key_bytes_;
   std::int64_t watermark_sent_ = INT64_MIN;
