@@ -1,5 +1,7 @@
 #include "pipeline/runtime/output_router.hpp"
 
+#include <bit>
+
 #include "state/batch_codec.hpp"
 #include "state/error.hpp"
 #include "state/key_group.hpp"
@@ -21,6 +23,7 @@ OutputRouter::OutputRouter(zmq::context_t& context, const pipeline::PipelineSpec
       if (!edge.key)
         throw Error(ErrorKind::Internal, "edge into '" + spec.nodes[e->to_node].name + "' is keyed but the node has no key");
       edge.max_parallelism = static_cast<std::uint32_t>(spec.max_parallelism);
+      if (std::has_single_bit(edge.max_parallelism)) edge.group_mask = edge.max_parallelism - 1;
     }
     std::shared_ptr<const std::vector<bool>> keep;
     if (auto reads = spec.fields_read(e->to_node, static_cast<std::size_t>(e->input_index)); !reads.all)
@@ -78,7 +81,10 @@ void OutputRouter::route_by_key(Edge& edge, const state::Batch& batch) {
   for (auto& channel : edge.channels) channel.retained_this_batch = false;
   for (const auto& record : batch) {
     edge.key->encode(record, names_, key_bytes_);
-    std::uint32_t group = state::key_group_of(state::hash_key_bytes(key_bytes_), edge.max_parallelism);
+    const std::uint64_t hash = state::hash_key_bytes(key_bytes_);
+    // hash % max_parallelism (key_group_of), without a 64-bit division for the usual power of two.
+    const auto group = edge.group_mask != 0 ? static_cast<std::uint32_t>(hash & edge.group_mask)
+                                            : state::key_group_of(hash, edge.max_parallelism);
     Channel& channel = edge.channels[edge.channel_of_group[group]];
     if (!channel.retained_this_batch) {
       if (channel.pending.empty() && !channel.watermark_due) channel.first_pending = Clock::now();

@@ -82,6 +82,7 @@ private:
     std::size_t cursor = 0;
     std::optional<operators::PartitionKey> key; // the downstream input's key, for Partition::Key
     std::uint32_t max_parallelism = 128;
+    std::uint32_t group_mask = 0; // max_parallelism - 1 when it is a power of two, else 0
     // For Partition::Key: by key group, the index of the channel (the downstream subtask) that
     // owns it, so that routing a record is a hash and a table lookup.
     std::vector<std::uint16_t> channel_of_group;
