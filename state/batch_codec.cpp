@@ -334,14 +334,17 @@ std::size_t BatchEncoder::collect_container(const Value& v) {
   return n;
 }
 
-void BatchEncoder::encode(const Batch& batch, const FieldNames& names, std::string& out,
-                          const std::vector<bool>* keep) {
+std::size_t BatchEncoder::bound(const Batch& batch, const FieldNames& names,
+                                const std::vector<bool>* keep) {
+  keep_ = keep;
   auto kept = [keep](FieldId id) { return keep == nullptr || (id < keep->size() && (*keep)[id]); };
-  // Pass 1: the name table and a bound of the size, so that pass 2 writes through a pointer.
+  for (FieldId id : used_) index_plus_one_[id] = 0; // a bound() that no write() followed
   used_.clear();
   std::size_t bound = 5 + 2 * max_varint;
+  bool any_timestamp = false;
   for (const Record& r : batch) {
     bound += max_varint;
+    any_timestamp = any_timestamp || r.timestamp != kNoTimestamp;
     for (const Field& f : r) {
       if (!kept(f.name)) continue;
       index_of(f.name);
@@ -349,10 +352,15 @@ void BatchEncoder::encode(const Batch& batch, const FieldNames& names, std::stri
     }
   }
   for (FieldId id : used_) bound += max_varint + names.name(id).size();
+  timestamps_ = any_timestamp;
+  if (any_timestamp) bound += 1 + batch.size() * max_varint;
+  return bound;
+}
 
-  std::size_t start = out.size();
-  out.resize(start + bound);
-  char* p = out.data() + start;
+std::size_t BatchEncoder::write(const Batch& batch, const FieldNames& names, char* out) {
+  const std::vector<bool>* keep = keep_;
+  auto kept = [keep](FieldId id) { return keep == nullptr || (id < keep->size() && (*keep)[id]); };
+  char* p = out;
   std::memcpy(p, batch_codec_magic, 4);
   p[4] = static_cast<char>(batch_codec_version);
   p += 5;
@@ -377,25 +385,28 @@ void BatchEncoder::encode(const Batch& batch, const FieldNames& names, std::stri
       p = put_value(p, f.value, index);
     }
   }
-  out.resize(static_cast<std::size_t>(p - out.data()));
   for (FieldId id : used_) index_plus_one_[id] = 0;
-  append_timestamps(batch, out);
+  used_.clear();
+  if (timestamps_) p = put_timestamps(batch, p);
+  return static_cast<std::size_t>(p - out);
 }
 
-void BatchEncoder::append_timestamps(const Batch& batch, std::string& out) {
-  bool any = false;
-  for (const Record& r : batch) any = any || r.timestamp != kNoTimestamp;
-  if (!any) return;
+void BatchEncoder::encode(const Batch& batch, const FieldNames& names, std::string& out,
+                          const std::vector<bool>* keep) {
+  // Pass 1: the name table and a bound of the size, so that pass 2 writes through a pointer.
   std::size_t start = out.size();
-  out.resize(start + 1 + batch.size() * max_varint);
-  char* p = out.data() + start;
+  out.resize(start + bound(batch, names, keep));
+  out.resize(start + write(batch, names, out.data() + start));
+}
+
+char* BatchEncoder::put_timestamps(const Batch& batch, char* p) {
   *p++ = 'T';
   std::uint64_t previous = 0;
   for (const Record& r : batch) {
     p = put_varint(p, zigzag(static_cast<std::int64_t>(static_cast<std::uint64_t>(r.timestamp) - previous)));
     previous = static_cast<std::uint64_t>(r.timestamp);
   }
-  out.resize(static_cast<std::size_t>(p - out.data()));
+  return p;
 }
 
 void encode_batch(const Batch& batch, const FieldNames& names, std::string& out,

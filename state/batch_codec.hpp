@@ -77,14 +77,25 @@ public:
   void encode(const Batch& batch, const FieldNames& names, std::string& out,
               const std::vector<bool>* keep = nullptr);
 
+  // encode() in two steps, for writing straight into memory the caller allocates (a ZeroMQ
+  // message, without a copy): bound() returns a bound of the encoded size (it collects the
+  // name table), then write() writes the encoding into `out`, which has room for that bound,
+  // and returns the bytes written. write() must follow bound() for the same batch and names,
+  // and `keep` must outlive it.
+  std::size_t bound(const Batch& batch, const FieldNames& names,
+                    const std::vector<bool>* keep = nullptr);
+  std::size_t write(const Batch& batch, const FieldNames& names, char* out);
+
 private:
   std::size_t collect(const Value& v);
   std::size_t collect_container(const Value& v);
   void index_of(FieldId id);
-  void append_timestamps(const Batch& batch, std::string& out);
+  static char* put_timestamps(const Batch& batch, char* p);
 
   std::vector<std::uint32_t> index_plus_one_; // by FieldId: name index + 1, 0 when unused
   std::vector<FieldId> used_;                 // name table, in order of first use
+  const std::vector<bool>* keep_ = nullptr;   // of the last bound()
+  bool timestamps_ = false;                   // whether the last bound() saw an event time
 };
 
 // Appends the encoding of `batch` to `out` (uses a thread-local BatchEncoder).

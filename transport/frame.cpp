@@ -19,7 +19,10 @@ template <typename T> T get_le(const char* at) {
 
 void write_frame_header(const FrameHeader& header, std::string& out) {
   if (out.size() < kFrameHeaderSize) out.resize(kFrameHeaderSize);
-  char* p = out.data();
+  write_frame_header(header, out.data());
+}
+
+void write_frame_header(const FrameHeader& header, char* p) {
   std::memcpy(p, kMagic, 4);
   p[4] = static_cast<char>(header.kind);
   p[5] = 0;
@@ -59,8 +62,12 @@ std::optional<WatermarkPayload> read_watermark_payload(std::string_view payload)
 
 void write_piggyback_watermark(std::int64_t watermark, std::string& out) {
   char bytes[kPiggybackWatermarkSize];
-  put_le<std::uint64_t>(bytes, static_cast<std::uint64_t>(watermark));
+  write_piggyback_watermark(watermark, bytes);
   out.append(bytes, sizeof bytes);
+}
+
+void write_piggyback_watermark(std::int64_t watermark, char* out) {
+  put_le<std::uint64_t>(out, static_cast<std::uint64_t>(watermark));
 }
 
 std::optional<std::int64_t> read_piggyback_watermark(std::string_view payload) {

@@ -44,6 +44,8 @@ enum class FrameKind : std::uint8_t {
 // The watermark in front of the batch of a DataWithWatermark payload.
 inline constexpr std::size_t kPiggybackWatermarkSize = 8;
 void write_piggyback_watermark(std::int64_t watermark, std::string& out);
+// Writes it into out[0, kPiggybackWatermarkSize).
+void write_piggyback_watermark(std::int64_t watermark, char* out);
 // nullopt when the payload is shorter than the watermark.
 std::optional<std::int64_t> read_piggyback_watermark(std::string_view payload);
 
@@ -58,6 +60,8 @@ inline constexpr std::size_t kFrameHeaderSize = 24;
 
 // Writes the header into the first kFrameHeaderSize bytes of `out` (resized if shorter).
 void write_frame_header(const FrameHeader& header, std::string& out);
+// Writes the header into out[0, kFrameHeaderSize) (for a message allocated by the caller).
+void write_frame_header(const FrameHeader& header, char* out);
 
 // Reads a header; nullopt when the message is too short, has a bad magic or an unknown kind.
 std::optional<FrameHeader> read_frame_header(std::string_view message);

@@ -1,5 +1,7 @@
 #include "pipeline/runtime/output_router.hpp"
 
+#include <bit>
+
 #include "state/batch_codec.hpp"
 #include "state/error.hpp"
 #include "state/key_group.hpp"
@@ -21,6 +23,7 @@ OutputRouter::OutputRouter(zmq::context_t& context, const pipeline::PipelineSpec
       if (!edge.key)
         throw Error(ErrorKind::Internal, "edge into '" + spec.nodes[e->to_node].name + "' is keyed but the node has no key");
       edge.max_parallelism = static_cast<std::uint32_t>(spec.max_parallelism);
+      if (std::has_single_bit(edge.max_parallelism)) edge.group_mask = edge.max_parallelism - 1;
     }
     std::shared_ptr<const std::vector<bool>> keep;
     if (auto reads = spec.fields_read(e->to_node, static_cast<std::size_t>(e->input_index)); !reads.all)
@@ -78,7 +81,10 @@ void OutputRouter::route_by_key(Edge& edge, const state::Batch& batch) {
   for (auto& channel : edge.channels) channel.retained_this_batch = false;
   for (const auto& record : batch) {
     edge.key->encode(record, names_, key_bytes_);
-    std::uint32_t group = state::key_group_of(state::hash_key_bytes(key_bytes_), edge.max_parallelism);
+    const std::uint64_t hash = state::hash_key_bytes(key_bytes_);
+    // hash % max_parallelism (key_group_of), without a 64-bit division for the usual power of two.
+    const auto group = edge.group_mask != 0 ? static_cast<std::uint32_t>(hash & edge.group_mask)
+                                            : state::key_group_of(hash, edge.max_parallelism);
     Channel& channel = edge.channels[edge.channel_of_group[group]];
     if (!channel.retained_this_batch) {
       if (channel.pending.empty() && !channel.watermark_due) channel.first_pending = Clock::now();
@@ -115,16 +121,33 @@ void OutputRouter::send(Channel& channel, transport::FrameKind kind, std::string
   header.channel = channel.socket->channel_id();
   header.input_index = channel.socket->input_index();
   header.sequence = channel.socket->next_sequence();
-  buffer_.clear();
-  transport::write_frame_header(header, buffer_);
-  if (kind == transport::FrameKind::DataWithWatermark)
-    transport::write_piggyback_watermark(watermark_sent_, buffer_);
-  if (kind == transport::FrameKind::Data || kind == transport::FrameKind::DataWithWatermark)
-    state::encode_batch(channel.pending, names_, buffer_, channel.keep.get());
-  else buffer_.append(payload);
-  zmq::message_t message(buffer_.data(), buffer_.size());
+  zmq::message_t message;
+  if (kind == transport::FrameKind::Data || kind == transport::FrameKind::DataWithWatermark) {
+    message = encode_data(channel, header);
+  } else {
+    buffer_.clear();
+    transport::write_frame_header(header, buffer_);
+    buffer_.append(payload);
+    message.rebuild(buffer_.data(), buffer_.size());
+  }
   while (!channel.socket->try_send(message)) wait_(channel.socket->socket());
   ++batches_sent_;
+}
+
+// The batch is encoded straight into the memory the message sends (a block of pool_, which
+// ZeroMQ takes as it is and hands back once sent), where copying an encoded string into the
+// message cost a pass over every byte. The block has room for the encoder's bound; the
+// message is as long as what was written.
+zmq::message_t OutputRouter::encode_data(Channel& channel, const transport::FrameHeader& header) {
+  const bool piggyback = header.kind == transport::FrameKind::DataWithWatermark;
+  const std::size_t head =
+      transport::kFrameHeaderSize + (piggyback ? transport::kPiggybackWatermarkSize : 0);
+  const std::size_t bound = encoder_.bound(channel.pending, names_, channel.keep.get());
+  char* memory = pool_.acquire(head + bound);
+  transport::write_frame_header(header, memory);
+  if (piggyback) transport::write_piggyback_watermark(watermark_sent_, memory + transport::kFrameHeaderSize);
+  const std::size_t size = head + encoder_.write(channel.pending, names_, memory + head);
+  return pool_.wrap(memory, size);
 }
 
 void OutputRouter::flush_due(Clock::time_point now) {

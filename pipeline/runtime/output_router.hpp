@@ -18,8 +18,10 @@
 #include "operators/partition_key.hpp"
 #include "pipeline/spec/plan.hpp"
 #include "state/batch.hpp"
+#include "state/batch_codec.hpp"
 #include "transport/data_channel.hpp"
 #include "transport/frame.hpp"
+#include "transport/message_pool.hpp"
 
 namespace streamctl::runtime {
 
@@ -80,6 +82,7 @@ private:
     std::size_t cursor = 0;
     std::optional<operators::PartitionKey> key; // the downstream input's key, for Partition::Key
     std::uint32_t max_parallelism = 128;
+    std::uint32_t group_mask = 0; // max_parallelism - 1 when it is a power of two, else 0
     // For Partition::Key: by key group, the index of the channel (the downstream subtask) that
     // owns it, so that routing a record is a hash and a table lookup.
     std::vector<std::uint16_t> channel_of_group;
@@ -90,6 +93,7 @@ private:
   void append(Channel& channel, const state::Batch& batch);
   void flush(Channel& channel);
   void send(Channel& channel, transport::FrameKind kind, std::string_view payload = {});
+  zmq::message_t encode_data(Channel& channel, const transport::FrameHeader& header);
   void send_to_all(transport::FrameKind kind, std::string_view payload);
 
   std::vector<Edge> edges_;
@@ -97,7 +101,9 @@ private:
   std::size_t batch_size_;
   std::chrono::milliseconds buffer_timeout_;
   WaitWritable wait_;
-  std::string buffer_;
+  state::BatchEncoder encoder_;
+  transport::MessagePool pool_; // the memory of data messages, reused once sent
+  std::string buffer_; // control frames (watermark, barrier, end of input)
   std::string key_bytes_;
   std::int64_t watermark_sent_ = INT64_MIN;
   std::uint64_t records_sent_ = 0;

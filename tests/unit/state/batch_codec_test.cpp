@@ -420,3 +420,28 @@ TEST_CASE("codec: with a keep mask only the marked top-level fields travel", "[c
   CHECK((*decoded)[3].size == 1);
   CHECK(bytes.size() < encode(batch, sender).size() / 4);
 }
+
+TEST_CASE("codec: bound() then write() gives the bytes encode() gives, within the bound", "[codec]") {
+  FieldNames names;
+  Batch batch = sample_batch(names);
+  batch.set_timestamp(1, 1700000000000);
+  std::vector<bool> keep(names.intern("nest") + 1, false);
+  keep[names.intern("user")] = true;
+  keep[names.intern("nest")] = true;
+  BatchEncoder encoder;
+  const std::vector<bool>* masks[] = {nullptr, &keep};
+  for (const std::vector<bool>* mask : masks) {
+    std::string expected;
+    encoder.encode(batch, names, expected, mask);
+    // Twice: a bound() without its write() must not leave names behind for the next batch.
+    (void)encoder.bound(batch, names, mask);
+    const std::size_t bound = encoder.bound(batch, names, mask);
+    REQUIRE(bound >= expected.size());
+    std::string memory(bound + 1, '\x7f');
+    const std::size_t written = encoder.write(batch, names, memory.data());
+    CHECK(written == expected.size());
+    CHECK(memory.substr(0, written) == expected);
+    CHECK(memory[bound] == '\x7f'); // nothing written past the bound
+    CHECK(decode_batch(std::string_view(memory).substr(0, written), nullptr, names).ok());
+  }
+}
