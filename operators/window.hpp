@@ -63,6 +63,14 @@ protected:
   void emit_row(std::string_view key_bytes, std::int64_t start, std::int64_t end,
                 const std::byte* block, std::int64_t timestamp, state::Batch& out);
 
+  // While firing (on_watermark, on_processing_time, finish; never from process()): hands the
+  // rows in `out` downstream once there are fired_chunk_rows of them, so that firing millions
+  // of windows at once (the end of input) never holds all their rows.
+  void pass_on_if_full(state::Batch& out) {
+    if (out.size() >= fired_chunk_rows && ctx_.pass_on_fired) ctx_.pass_on_fired(out);
+  }
+  static constexpr std::size_t fired_chunk_rows = 4096;
+
   // A record late for every window it belongs to: to the late output, else a bad record.
   // `retained` tracks whether the late output already retains `in`'s memory.
   void late_record(const state::Batch& in, const state::Record& record, bool& retained);
