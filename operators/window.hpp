@@ -14,7 +14,8 @@
 // A record without event time (state::kNoTimestamp: the pipeline has no `event_time`) is
 // windowed by processing time at its arrival, and its windows fire when processing time
 // reaches their end (no lateness applies; the rows carry no event time). At the end of input
-// every window still held fires.
+// every window still held fires; a firing hands its rows downstream every fired_chunk_rows
+// (OperatorContext::pass_on_fired), so that it never holds millions of rows at once.
 //
 // Keyed state lives per key group (state::KeyedMap, state::TimerService) so that it can be
 // snapshotted, restored and rescaled by key group: event-time timers fire windows at their end
