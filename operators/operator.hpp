@@ -60,6 +60,14 @@ struct OperatorContext {
   // from the beginning, or again from the same checkpoint, finds what earlier attempts of
   // the run spooled. Empty in tests: each source object is then a run of its own.
   std::string run_tag;
+  // Called from on_watermark, on_processing_time or finish: passes what the operator has
+  // appended to `out` so far downstream, as if the call had returned it, and clears `out`. An
+  // operator that fires many windows at once (the end of input fires every one) calls it every
+  // few thousand rows so that its output never holds them all. Everything the call emits still
+  // reaches downstream before the watermark is forwarded and before any barrier. Outside those
+  // three calls it does nothing; empty in unit tests (then the operator keeps appending to
+  // `out`). The operator must not touch other state of the chain meanwhile (it cannot).
+  std::function<void(state::Batch& out)> pass_on_fired;
 };
 
 class Operator {

@@ -177,6 +177,7 @@ public:
     timers_->advance_watermark(watermark_, [&](std::string_view key, std::uint64_t hash,
                                                std::int64_t time, std::int64_t start) {
       fire(*event_sessions_, true, before, key, hash, time, start, out);
+      pass_on_if_full(out);
     });
   }
 
@@ -184,6 +185,7 @@ public:
     timers_->advance_processing_time(
         now, [&](std::string_view key, std::uint64_t hash, std::int64_t time, std::int64_t start) {
           fire(*processing_sessions_, false, INT64_MIN, key, hash, time, start, out);
+          pass_on_if_full(out);
         });
   }
 

@@ -207,7 +207,10 @@ namespace {
 //   hash:     window_hash(): congruent to hash_key_bytes(key bytes) modulo max_parallelism, so
 //             that a key's windows live in the key's key group, its other bits mixed from the
 //             key hash and the start so that the windows of one key do not share a home slot
-//   value:    Cell: the block inline when it fits in 32 bytes, else a pointer to it
+//   value:    Cell<N>: the block inline when it fits in N bytes, else a pointer to it. N is
+//             the least of 8, 16 and 32 that holds the block (8, holding a pointer, when none
+//             does), so that a count's slot is 32 bytes (8 hash, 16 key, 8 count) rather than
+//             64: at 10 M keys the table is most of the operator's memory
 //
 // Timers: one per key group, time domain and time, not one per window: key empty, hash = the
 // key group's number, tag = the window end. (A TimerService operation costs about ten map
@@ -220,10 +223,11 @@ namespace {
 
 // A window's aggregates block, or a pointer to it. Blocks are trivially relocatable, so the
 // map may move a Cell as bytes; the operator inits and destroys the blocks.
-struct alignas(16) Cell {
-  std::byte bytes[32];
+template <std::size_t N> struct alignas(N >= 32 ? 16 : 8) Cell {
+  std::byte bytes[N];
 };
-static_assert(std::is_trivially_copyable_v<Cell>);
+static_assert(std::is_trivially_copyable_v<Cell<8>> && sizeof(Cell<8>) == 8);
+static_assert(sizeof(Cell<16>) == 16 && sizeof(Cell<32>) == 32);
 
 std::uint64_t mix64(std::uint64_t x) { // splitmix64's finaliser
   x ^= x >> 30;
@@ -235,7 +239,7 @@ std::uint64_t mix64(std::uint64_t x) { // splitmix64's finaliser
 
 __extension__ using Uint128 = unsigned __int128;
 
-class AlignedWindows final : public WindowOperatorBase {
+template <typename Cell> class AlignedWindows final : public WindowOperatorBase {
 public:
   explicit AlignedWindows(WindowSettings settings)
       : WindowOperatorBase(std::move(settings)),
@@ -589,9 +593,11 @@ private:
     d.windows->erase_if_in_group(group, [&](std::string_view map_key, Cell& cell) {
       std::int64_t s;
       if (!read_zigzag_varint(map_key, s) || s != start) return false;
-      if (emit)
+      if (emit) {
         emit_row(map_key, start, end, block_of(cell),
                  event ? row_timestamp(end) : state::kNoTimestamp, out);
+        pass_on_if_full(out); // touches nothing of this operator's
+      }
       if (keep) return false;
       destroy_block(cell);
       return true;
@@ -741,7 +747,14 @@ std::unique_ptr<Operator> make_window(const pipeline::PipelineSpec& spec,
               "window_end)");
   }
   if (window.kind == WindowKind::Session) return make_session_windows(std::move(settings));
-  return std::make_unique<AlignedWindows>(std::move(settings));
+  // The smallest cell that holds the block inline; a block that fits none lives on the heap,
+  // its pointer in a Cell<8>.
+  const std::size_t bytes = settings.aggregates.state_bytes();
+  const std::size_t align = settings.aggregates.block_align();
+  if (align <= 8 && bytes <= 8) return std::make_unique<AlignedWindows<Cell<8>>>(std::move(settings));
+  if (align <= 8 && bytes <= 16) return std::make_unique<AlignedWindows<Cell<16>>>(std::move(settings));
+  if (align <= 16 && bytes <= 32) return std::make_unique<AlignedWindows<Cell<32>>>(std::move(settings));
+  return std::make_unique<AlignedWindows<Cell<8>>>(std::move(settings));
 }
 
 } // namespace streamctl::operators

@@ -14,7 +14,8 @@
 // A record without event time (state::kNoTimestamp: the pipeline has no `event_time`) is
 // windowed by processing time at its arrival, and its windows fire when processing time
 // reaches their end (no lateness applies; the rows carry no event time). At the end of input
-// every window still held fires.
+// every window still held fires; a firing hands its rows downstream every fired_chunk_rows
+// (OperatorContext::pass_on_fired), so that it never holds millions of rows at once.
 //
 // Keyed state lives per key group (state::KeyedMap, state::TimerService) so that it can be
 // snapshotted, restored and rescaled by key group: event-time timers fire windows at their end
@@ -62,6 +63,14 @@ protected:
   // float key such as 2.0 comes out as 2), window_start, window_end, then the aggregates.
   void emit_row(std::string_view key_bytes, std::int64_t start, std::int64_t end,
                 const std::byte* block, std::int64_t timestamp, state::Batch& out);
+
+  // While firing (on_watermark, on_processing_time, finish; never from process()): hands the
+  // rows in `out` downstream once there are fired_chunk_rows of them, so that firing millions
+  // of windows at once (the end of input) never holds all their rows.
+  void pass_on_if_full(state::Batch& out) {
+    if (out.size() >= fired_chunk_rows && ctx_.pass_on_fired) ctx_.pass_on_fired(out);
+  }
+  static constexpr std::size_t fired_chunk_rows = 4096;
 
   // A record late for every window it belongs to: to the late output, else a bad record.
   // `retained` tracks whether the late output already retains `in`'s memory.

@@ -33,6 +33,10 @@ TaskChain::TaskChain(const pipeline::PipelineSpec& spec, const pipeline::Physica
     // The planner ends a chain at a node whose late output is read, so only the tail has one.
     for (const auto& e : plan.edges)
       if (e.from_node == index && e.from_port == pipeline::kLateOutput) ctx.late_output = &late_;
+    if (node.role == NodeRole::Operator) {
+      const std::size_t k = operators_.size();
+      ctx.pass_on_fired = [this, k](state::Batch& out) { pass_on_fired(k, out); };
+    }
     contexts_.push_back(ctx);
     metrics_.push_back(NodeMetrics{node.name});
 
@@ -72,25 +76,39 @@ std::optional<std::int64_t> TaskChain::take_source_watermark() {
   return source_watermark_sent_;
 }
 
-void TaskChain::push_watermark(std::int64_t watermark, const Emit& emit) {
+void TaskChain::pass_on_fired(std::size_t k, state::Batch& out) {
+  if (firing_emit_ == nullptr || out.empty()) return;
   const std::size_t offset = source_ ? 1 : 0;
-  for (std::size_t k = 0; k < operators_.size(); ++k) {
-    state::Batch fired;
-    operators_[k]->on_watermark(watermark, fired);
-    metrics_[offset + k].records_out += fired.size();
-    if (!fired.empty()) run_from(k + 1, fired, emit);
-  }
+  metrics_[offset + k].records_out += out.size();
+  run_from(k + 1, out, *firing_emit_);
+  out.clear();
+}
+
+template <typename F> void TaskChain::fire_operator(std::size_t k, const Emit& emit, F&& fire) {
+  // Not nested: run_from calls only process(), which never fires.
+  firing_emit_ = &emit;
+  struct Reset {
+    const Emit*& emit;
+    ~Reset() { emit = nullptr; }
+  } reset{firing_emit_};
+  state::Batch fired;
+  fire(*operators_[k], fired);
+  pass_on_fired(k, fired);
+}
+
+void TaskChain::push_watermark(std::int64_t watermark, const Emit& emit) {
+  for (std::size_t k = 0; k < operators_.size(); ++k)
+    fire_operator(k, emit, [&](operators::Operator& op, state::Batch& out) {
+      op.on_watermark(watermark, out);
+    });
   emit_late(emit);
 }
 
 void TaskChain::push_processing_time(std::int64_t now_ms, const Emit& emit) {
-  const std::size_t offset = source_ ? 1 : 0;
-  for (std::size_t k = 0; k < operators_.size(); ++k) {
-    state::Batch fired;
-    operators_[k]->on_processing_time(now_ms, fired);
-    metrics_[offset + k].records_out += fired.size();
-    if (!fired.empty()) run_from(k + 1, fired, emit);
-  }
+  for (std::size_t k = 0; k < operators_.size(); ++k)
+    fire_operator(k, emit, [&](operators::Operator& op, state::Batch& out) {
+      op.on_processing_time(now_ms, out);
+    });
 }
 
 void TaskChain::emit_late(const Emit& emit) {
@@ -133,13 +151,8 @@ void TaskChain::finish_sink() {
 
 void TaskChain::finish_operators(const Emit& emit) {
   push_watermark(operators::kWatermarkMax, emit);
-  const std::size_t offset = source_ ? 1 : 0;
-  for (std::size_t k = 0; k < operators_.size(); ++k) {
-    state::Batch held;
-    operators_[k]->finish(held);
-    metrics_[offset + k].records_out += held.size();
-    if (!held.empty()) run_from(k + 1, held, emit);
-  }
+  for (std::size_t k = 0; k < operators_.size(); ++k)
+    fire_operator(k, emit, [](operators::Operator& op, state::Batch& out) { op.finish(out); });
 }
 
 void TaskChain::abort() {

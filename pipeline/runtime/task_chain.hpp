@@ -53,6 +53,9 @@ public:
   TaskChain(const pipeline::PipelineSpec& spec, const pipeline::PhysicalPlan& plan,
             const pipeline::Task& task, const operators::Registry& registry,
             state::FieldNames& names, Warn warn, std::filesystem::path spool_dir = {}, std::string run_tag = {});
+  // Operators hold callbacks into the chain (OperatorContext::pass_on_fired): it stays put.
+  TaskChain(const TaskChain&) = delete;
+  TaskChain& operator=(const TaskChain&) = delete;
 
   operators::Source* source() { return source_.get(); }
   bool has_sink() const { return sink_ != nullptr; }
@@ -103,6 +106,12 @@ private:
   void run_from(std::size_t first_operator, const state::Batch& in, const Emit& emit, int input = 0);
   // Sends the late records the tail collected, if any.
   void emit_late(const Emit& emit);
+  // Runs the time-driven call `fire` (on_watermark, on_processing_time or finish) of
+  // operators_[k], passing its output downstream: in chunks when the operator hands them over
+  // with pass_on_fired, the rest when it returns.
+  template <typename F> void fire_operator(std::size_t k, const Emit& emit, F&& fire);
+  // What operators_[k]'s pass_on_fired does: while firing_emit_ is set, passes `out` on.
+  void pass_on_fired(std::size_t k, state::Batch& out);
 
   const pipeline::PipelineSpec& spec_;
   std::string label_;
@@ -119,6 +128,7 @@ private:
   state::Batch late_;                 // late records of the tail, when its late output is read
   std::vector<NodeMetrics> metrics_;  // one per node, chain order
   state::KeyGroupRange key_groups_;
+  const Emit* firing_emit_ = nullptr; // set during fire_operator only
 };
 
 } // namespace streamctl::runtime

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -642,4 +643,81 @@ TEST_CASE("a window keyed by an expression groups by its value", "[operators][wi
   CHECK(sorted(run.out) == sorted({R"j({"k % 2":1,"window_start":0,"window_end":1000,"n":2})j",
                                    R"j({"k % 2":0,"window_start":0,"window_end":1000,"n":1})j"}));
   REQUIRE(h.errors.errors.size() == 1); // "x" % 2
+}
+
+// --- memory: cell sizes and firing in chunks -------------------------------------------------
+
+// Tumbling windows keep each block in the smallest cell that holds it (8, 16 or 32 bytes, or a
+// pointer to a heap block): every size must count the same.
+TEST_CASE("every size of aggregates block counts the same", "[operators][window][memory]") {
+  Lines input;
+  std::map<std::pair<int, std::int64_t>, std::int64_t> expected; // (key, start) -> count
+  std::mt19937 rng(7);
+  for (int i = 0; i < 3000; ++i) {
+    const int k = static_cast<int>(rng() % 300);
+    const std::int64_t ts = static_cast<std::int64_t>(rng() % 5000);
+    input.push_back("{\"ts\":" + std::to_string(ts) + ",\"k\":" + std::to_string(k) + ",\"v\":1}");
+    ++expected[{k, ts / 1000 * 1000}];
+  }
+  for (const char* aggregates :
+       {"{ n = \"count()\" }", "{ n = \"count()\", c = \"count(v)\" }",
+        "{ n = \"count()\", s = \"sum(v)\" }",
+        "{ n = \"count()\", c = \"count(v)\", s = \"sum(v)\", mx = \"max(v)\" }"}) {
+    INFO(aggregates);
+    Harness h(window_node("{ kind = \"tumbling\", size = \"1s\" }", "", aggregates));
+    OperatorRun run(h, "op");
+    run.records(input, 0, 100);
+    run.watermark(2000);
+    run.finish();
+    REQUIRE(run.out.size() == expected.size());
+    std::map<std::pair<int, std::int64_t>, std::int64_t> got;
+    for (const auto& line : run.out) {
+      auto field = [&](const std::string& name) {
+        const auto at = line.find("\"" + name + "\":") + name.size() + 3;
+        return std::stoll(line.substr(at));
+      };
+      got[{static_cast<int>(field("k")), field("window_start")}] = field("n");
+    }
+    CHECK(got == expected);
+  }
+}
+
+// The end of input fires every window at once; with pass_on_fired (as the task chain sets it)
+// the rows go downstream in chunks, so that no batch holds them all. A 10 M-key count held
+// every row in one batch at the end, about as many bytes again as its state.
+TEST_CASE("firing many windows hands the rows on in bounded chunks", "[operators][window][memory]") {
+  for (const char* window :
+       {"{ kind = \"tumbling\", size = \"1h\" }", "{ kind = \"session\", gap = \"1h\" }"}) {
+    INFO(window);
+    Harness h(window_node(window));
+    auto op = h.registry().make_operator(h.job().spec, h.node("op"), h.names());
+    auto ctx = h.context("op", 0, 1);
+    std::vector<std::size_t> chunks;
+    std::vector<std::string> out;
+    ctx.pass_on_fired = [&](streamctl::state::Batch& fired) {
+      chunks.push_back(fired.size());
+      h.append(fired, out);
+      fired.clear();
+    };
+    op->open(ctx);
+    Lines input;
+    for (int k = 0; k < 10000; ++k)
+      input.push_back("{\"ts\":" + std::to_string(k) + ",\"k\":" + std::to_string(k) + ",\"v\":1}");
+    for (std::size_t at = 0; at < input.size(); at += 1000) {
+      streamctl::state::Batch in = h.parse(input, at, at + 1000, "ts");
+      streamctl::state::Batch result;
+      op->process(in, result);
+      CHECK(result.empty());
+    }
+    CHECK(chunks.empty()); // nothing fires before the watermark
+    streamctl::state::Batch rest;
+    op->on_watermark(INT64_MAX, rest);
+    op->finish(rest);
+    REQUIRE(!chunks.empty());
+    for (std::size_t n : chunks) CHECK(n <= 4096);
+    CHECK(rest.size() < 4096);
+    h.append(rest, out);
+    CHECK(out.size() == 10000);
+    CHECK(std::set<std::string>(out.begin(), out.end()).size() == 10000);
+  }
 }
