@@ -42,15 +42,17 @@ LineDecoder::LineDecoder(const pipeline::PipelineSpec& spec, const pipeline::Nod
     : format_(text_format_of(node)), names_(names), line_field_(names.intern("line")) {
   if (format_ == TextFormat::Csv) csv_ = std::make_unique<state::CsvReader>(csv_options(spec, node), names);
   if (format_ != TextFormat::Lines) keep_ = pipeline::field_mask(spec.fields_emitted(spec.index_of(node)), names);
+  if (format_ == TextFormat::Json && !keep_.empty()) kept_json_.emplace(keep_, names_);
 }
 
 Result<void> LineDecoder::decode(std::string_view line, state::Batch& batch) {
   builder_.reset();
   switch (format_) {
   case TextFormat::Json: {
-    auto r = state::parse_json_record(line, names_, batch, builder_);
+    auto r = json_.parse_record(line, names_, batch, builder_, kept_json_ ? &*kept_json_ : nullptr);
     if (!r) return r;
-    break;
+    builder_.finish(batch);
+    return {};
   }
   case TextFormat::Csv: {
     if (csv_->needs_header()) return csv_->read_header(line);
