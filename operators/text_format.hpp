@@ -13,6 +13,7 @@
 #include "state/csv.hpp"
 #include "state/error.hpp"
 #include "state/json_reader.hpp"
+#include "state/json_writer.hpp"
 
 namespace streamctl::operators {
 
@@ -58,6 +59,7 @@ private:
   std::vector<state::FieldId> csv_column_ids_;
   bool header_written_ = false;
   state::CsvWriter csv_writer_;
+  state::JsonRecordWriter json_writer_;
 };
 
 } // namespace streamctl::operators

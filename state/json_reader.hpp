@@ -75,6 +75,12 @@ public:
   Result<void> parse_record(std::string_view text, FieldNames& names, Batch& batch,
                             RecordBuilder& builder, const KeptKeys* kept = nullptr);
 
+  // For a reader whose every parse_record passes the same FieldNames and KeptKeys (the lines of
+  // one source): the top-level keys of the last record are remembered, and a line whose key at
+  // the same position has the same raw bytes takes its id by one comparison, without scanning
+  // and interning it. Lines of one source usually repeat their keys in the same order.
+  void expect_repeated_keys() { repeated_keys_ = true; }
+
   // Parses any JSON value (surrounding whitespace allowed).
   Result<Value> parse_value(std::string_view text, FieldNames& names, Batch& batch);
 
@@ -120,6 +126,16 @@ private:
   std::vector<std::uint32_t> seen_position_;
   std::uint32_t generation_ = 0;
   std::string key_buffer_;                  // a key with escapes, decoded
+  // With expect_repeated_keys: the raw text and the id (or no_field when not kept) of each
+  // top-level key of the last record, by position, and what the ids were made for.
+  struct ExpectedKey {
+    std::string raw;
+    FieldId id;
+  };
+  bool repeated_keys_ = false;
+  std::vector<ExpectedKey> expected_keys_;
+  const FieldNames* expected_names_ = nullptr;
+  const KeptKeys* expected_kept_ = nullptr;
   std::array<FieldId, 256> key_cache_;      // direct-mapped: hash of key bytes -> FieldId
 };
 

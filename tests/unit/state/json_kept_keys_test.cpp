@@ -96,6 +96,13 @@ TEST_CASE("kept keys: a skipped value fails exactly as a built one would", "[jso
 
 TEST_CASE("kept keys: random damage to valid lines fails alike, kept or skipped", "[json]") {
   std::mt19937 rng(9);
+  // Also through a reader that expects the keys of the line before (the damage is often there).
+  FieldNames names;
+  std::vector<bool> mask(names.intern("user") + 1, false);
+  mask[names.intern("user")] = true;
+  KeptKeys kept(mask, names);
+  JsonReader repeating;
+  repeating.expect_repeated_keys();
   const std::string specials = "\"\\{}[]:,.-+eE0u \x01\x80\xC3\xED\xF0tfn";
   for (int round = 0; round < 20000; ++round) {
     std::string text = corpus[rng() % 6];
@@ -110,5 +117,42 @@ TEST_CASE("kept keys: random damage to valid lines fails alike, kept or skipped"
     }
     check_same(text, {"user"});
     check_same(text, {"a", "ts"});
+    JsonReader fresh;
+    INFO(text);
+    CHECK(outcome(repeating, text, names, &kept, nullptr) == outcome(fresh, text, names, &kept, nullptr));
+    if (round % 3 == 0) {
+      // An undamaged line now and then, so that the expected keys are those of a good line.
+      std::string good = corpus[rng() % 6];
+      CHECK(outcome(repeating, good, names, &kept, nullptr) == outcome(fresh, good, names, &kept, nullptr));
+    }
+  }
+}
+
+TEST_CASE("repeated keys: a reader that expects the last record's keys reads any line alike", "[json]") {
+  // Keys that change position, prefixes of the expected key ("user" then "use", "users"), an
+  // escaped spelling of an expected key, a key cut by the end of the line, and bad lines.
+  const std::vector<std::string> lines = {
+      R"({"ts":1,"user":"a","page":"p"})",  R"({"ts":2,"user":"b","page":"q"})",
+      R"({"user":"c","ts":3})",             R"({"ts":4,"use":"d","users":5})",
+      R"({"ts":5,"u\u0073er":"e"})",        R"({"ts":6,"user":"f","page":"r","x":[1]})",
+      R"({"ts":7,"user)",                   R"({"ts":8,"user":"g","page":"s\q"})",
+      R"({"":1,"ts":9})",                   R"({"ts":10,"user":"h","page":"t"})",
+      "{\"ts\":11,\"user\":\"\xC3\xA9\",\"p\xC3\xA9\":1}", "{\"ts\":12,\"user\":\"i\",\"p\xC3\":1}",
+      R"({"ts":13,"user":"j","page":"u","ts":14})",
+  };
+  for (bool with_kept : {false, true}) {
+    FieldNames names;
+    std::vector<bool> mask(names.intern("user") + 1, false);
+    mask[names.intern("user")] = true;
+    KeptKeys kept(mask, names);
+    const KeptKeys* k = with_kept ? &kept : nullptr;
+    JsonReader repeating;
+    repeating.expect_repeated_keys();
+    for (int pass = 0; pass < 2; ++pass)
+      for (const auto& line : lines) {
+        JsonReader fresh;
+        INFO(line);
+        CHECK(outcome(repeating, line, names, k, nullptr) == outcome(fresh, line, names, k, nullptr));
+      }
   }
 }
