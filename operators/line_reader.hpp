@@ -40,6 +40,9 @@ public:
 
   // The memory the views returned by next_line() point into.
   std::shared_ptr<const void> chunk() const { return chunk_; }
+  // Which chunk that is, to tell when it changes without copying the shared pointer (two atomic
+  // operations a line when done per line).
+  const void* chunk_address() const { return chunk_.get(); }
   // 1-based number of the line last returned.
   std::uint64_t line_number() const { return line_number_; }
   // Bytes of the input consumed by the lines returned so far (the offset to resume from):

@@ -56,9 +56,9 @@ SourceStatus LineSource::poll(state::Batch& out, std::size_t max_records) {
       continue;
     }
     if (line->empty()) continue; // blank lines carry no record
-    if (reader_->chunk().get() != retained_chunk) {
+    if (reader_->chunk_address() != retained_chunk) {
       out.retain(reader_->chunk());
-      retained_chunk = reader_->chunk().get();
+      retained_chunk = reader_->chunk_address();
     }
     std::size_t before = out.size();
     auto decoded = decoder_->decode(*line, out);

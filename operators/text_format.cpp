@@ -42,15 +42,18 @@ LineDecoder::LineDecoder(const pipeline::PipelineSpec& spec, const pipeline::Nod
     : format_(text_format_of(node)), names_(names), line_field_(names.intern("line")) {
   if (format_ == TextFormat::Csv) csv_ = std::make_unique<state::CsvReader>(csv_options(spec, node), names);
   if (format_ != TextFormat::Lines) keep_ = pipeline::field_mask(spec.fields_emitted(spec.index_of(node)), names);
+  if (format_ == TextFormat::Json && !keep_.empty()) kept_json_.emplace(keep_, names_);
+  json_.expect_repeated_keys(); // names_ and kept_json_ are the same for every line
 }
 
 Result<void> LineDecoder::decode(std::string_view line, state::Batch& batch) {
   builder_.reset();
   switch (format_) {
   case TextFormat::Json: {
-    auto r = state::parse_json_record(line, names_, batch, builder_);
+    auto r = json_.parse_record(line, names_, batch, builder_, kept_json_ ? &*kept_json_ : nullptr);
     if (!r) return r;
-    break;
+    builder_.finish(batch);
+    return {};
   }
   case TextFormat::Csv: {
     if (csv_->needs_header()) return csv_->read_header(line);
@@ -80,7 +83,8 @@ LineEncoder::LineEncoder(const pipeline::NodeSpec& node, state::FieldNames& name
     : format_(text_format_of(node)), names_(names), line_field_(names.intern("line")),
       csv_writer_(node.config["delimiter"].value_or(std::string(",")).empty()
                       ? ','
-                      : node.config["delimiter"].value_or(std::string(","))[0]) {
+                      : node.config["delimiter"].value_or(std::string(","))[0]),
+      json_writer_(names) {
   if (const auto* columns = node.config["columns"].as_array())
     for (const auto& c : *columns) csv_columns_.push_back(c.value_or(std::string()));
 }
@@ -88,12 +92,12 @@ LineEncoder::LineEncoder(const pipeline::NodeSpec& node, state::FieldNames& name
 void LineEncoder::encode(const state::Batch& batch, std::string& out) {
   for (const auto& record : batch) {
     switch (format_) {
-    case TextFormat::Json: state::append_json(record, names_, out); break;
+    case TextFormat::Json: json_writer_.append(record, out); break;
     case TextFormat::Lines: {
       // The `line` field as it is; records without one are written as JSON.
       const state::Value* line = record.find(line_field_);
       if (line != nullptr && line->kind == state::Kind::String) out.append(line->str());
-      else state::append_json(record, names_, out);
+      else json_writer_.append(record, out);
       break;
     }
     case TextFormat::Csv:

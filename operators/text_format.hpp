@@ -3,6 +3,7 @@
 // to lines of text. Built once per node from its `format`, `columns`, `types` and `delimiter`.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "state/csv.hpp"
 #include "state/error.hpp"
 #include "state/json_reader.hpp"
+#include "state/json_writer.hpp"
 
 namespace streamctl::operators {
 
@@ -33,10 +35,13 @@ private:
   state::FieldNames& names_;
   state::FieldId line_field_;
   std::unique_ptr<state::CsvReader> csv_;
+  state::JsonReader json_;
   state::RecordBuilder builder_;
   // By FieldId: the fields anything downstream reads (projection.hpp); empty: every field.
-  // The others are parsed (a bad value still makes a bad record) but not kept.
+  // The others are checked (a bad value still makes a bad record) but not kept: json skips
+  // them while parsing (kept_json_), csv drops them after.
   std::vector<bool> keep_;
+  std::optional<state::KeptKeys> kept_json_;
 };
 
 // Turns records into lines (with "\n"). Not thread-safe (one per subtask).
@@ -54,6 +59,7 @@ private:
   std::vector<state::FieldId> csv_column_ids_;
   bool header_written_ = false;
   state::CsvWriter csv_writer_;
+  state::JsonRecordWriter json_writer_;
 };
 
 } // namespace streamctl::operators

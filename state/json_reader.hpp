@@ -11,9 +11,15 @@
 // (\ud800 without its pair) decodes to U+FFFD. Duplicate keys: the last value wins, at the
 // position of the first occurrence. Integer literals that fit int64 are Int; every other number
 // (fraction, exponent, out of int64 range) is Float. Nesting is limited to 128 levels.
+//
+// Projection pushdown: given the top-level keys that anything downstream reads (KeptKeys), the
+// value of any other key is validated exactly as if it were built (the same errors at the same
+// columns) but skipped: no Value, no unescaping, no arena space, no interning of its key.
 
 #include <array>
 #include <cstdint>
+#include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +30,32 @@
 #include "state/value.hpp"
 
 namespace streamctl::state {
+
+// The top-level keys a record keeps, looked up by their bytes in a small table (a few names are
+// read per source in practice, so a linear scan that compares lengths first beats hashing).
+// The views point into `names`, whose strings never move (FieldNames keeps them in a deque):
+// a KeptKeys lives no longer than the FieldNames it was built from.
+class KeptKeys {
+public:
+  // From a mask by FieldId (pipeline::field_mask); an empty mask is not allowed here (it
+  // means every field: pass no KeptKeys instead).
+  KeptKeys(const std::vector<bool>& mask, const FieldNames& names);
+
+  // The id of `key` when it is kept, else nullopt.
+  std::optional<FieldId> find(std::string_view key) const {
+    for (const auto& e : entries_)
+      if (e.name.size() == key.size() && std::memcmp(e.name.data(), key.data(), key.size()) == 0)
+        return e.id;
+    return std::nullopt;
+  }
+
+private:
+  struct Entry {
+    std::string_view name;
+    FieldId id;
+  };
+  std::vector<Entry> entries_;
+};
 
 // A parser with reusable scratch space (stacks for nested values, a cache of interned keys), so
 // that parsing a line allocates nothing on the heap beyond the batch's arena chunks.
@@ -37,9 +69,17 @@ public:
   // Parses one JSON object (surrounding whitespace allowed) and appends its fields to `builder`.
   // The caller calls builder.reset() before and builder.finish(batch) after. On failure the
   // builder may hold some of the fields; the message names the reason and the 1-based byte
-  // column, e.g. "expected ':' at column 12".
+  // column, e.g. "expected ':' at column 12". With `kept`, only the top-level fields it names
+  // are appended; the others are validated and skipped (a bad one still fails the record with
+  // the same message).
   Result<void> parse_record(std::string_view text, FieldNames& names, Batch& batch,
-                            RecordBuilder& builder);
+                            RecordBuilder& builder, const KeptKeys* kept = nullptr);
+
+  // For a reader whose every parse_record passes the same FieldNames and KeptKeys (the lines of
+  // one source): the top-level keys of the last record are remembered, and a line whose key at
+  // the same position has the same raw bytes takes its id by one comparison, without scanning
+  // and interning it. Lines of one source usually repeat their keys in the same order.
+  void expect_repeated_keys() { repeated_keys_ = true; }
 
   // Parses any JSON value (surrounding whitespace allowed).
   Result<Value> parse_value(std::string_view text, FieldNames& names, Batch& batch);
@@ -51,7 +91,16 @@ private:
   bool array(Value& out, int depth);
   const char* scan_string(const char* p);
   bool string_value(Value& out);
+  bool key_text(std::string_view& out);
   bool key(FieldId& out);
+  const char* string_close(const char* open, const char* first_escape);
+  bool check_escapes(const char* open, const char* close);
+  bool skip_value(int depth);
+  bool skip_object(int depth);
+  bool skip_array(int depth);
+  bool skip_string();
+  bool skip_number();
+  bool skip_literal(std::string_view word);
   bool number(Value& out);
   bool literal(std::string_view word, Value v, Value& out);
   bool decode_escaped(const char* open, const char* first_escape, std::string_view& out,
@@ -67,6 +116,7 @@ private:
   const char* p_ = nullptr;
   FieldNames* names_ = nullptr;
   Batch* batch_ = nullptr;
+  const KeptKeys* kept_ = nullptr; // of the top-level object, in parse_record
   std::string error_;
 
   // Reused across calls.
@@ -76,6 +126,16 @@ private:
   std::vector<std::uint32_t> seen_position_;
   std::uint32_t generation_ = 0;
   std::string key_buffer_;                  // a key with escapes, decoded
+  // With expect_repeated_keys: the raw text and the id (or no_field when not kept) of each
+  // top-level key of the last record, by position, and what the ids were made for.
+  struct ExpectedKey {
+    std::string raw;
+    FieldId id;
+  };
+  bool repeated_keys_ = false;
+  std::vector<ExpectedKey> expected_keys_;
+  const FieldNames* expected_names_ = nullptr;
+  const KeptKeys* expected_kept_ = nullptr;
   std::array<FieldId, 256> key_cache_;      // direct-mapped: hash of key bytes -> FieldId
 };
 

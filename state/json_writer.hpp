@@ -11,6 +11,7 @@
 // infinities print as null. Functions append to `out` and allocate nothing else.
 
 #include <string>
+#include <vector>
 
 #include "state/batch.hpp"
 #include "state/field_names.hpp"
@@ -28,6 +29,19 @@ inline std::string json_string(std::string_view s) {
   append_json_string(s, out);
   return out;
 }
+
+// append_json for the hot path of sinks: the `"name":` text of each field name is escaped once
+// per FieldId, then copied. Not thread-safe; lives no longer than `names`.
+class JsonRecordWriter {
+public:
+  explicit JsonRecordWriter(const FieldNames& names) : names_(names) {}
+  // The same text as append_json(r, names, out).
+  void append(const Record& r, std::string& out);
+
+private:
+  const FieldNames& names_;
+  std::vector<std::string> keys_; // by FieldId: `"name":`, empty until first written
+};
 
 // Canonical text: object keys sorted (by bytes), numbers normalised so that values that
 // values_equal() calls equal print alike where a double can tell: an int prints as itself, a
