@@ -70,8 +70,11 @@ void add_run_command(CLI::App& app, Context& ctx) {
       if (o->launcher != "ssh") overrides.push_back("cluster.hosts=[]");
     }
     auto job = runtime::load_job(o->file, overrides, ctx.registry, o->limits.max_pipeline_size);
-    for (const auto& warning : pipeline::lint_pipeline(job.spec, runtime::catalog_of(ctx.registry)))
+    // The log says "warning:" itself.
+    for (auto warning : pipeline::lint_pipeline(job.spec, runtime::catalog_of(ctx.registry))) {
+      if (auto at = warning.find(": warning: "); at != std::string::npos) warning.erase(at, 9);
       ctx.log->warn("{}", warning);
+    }
     runtime::RunOptions options;
     options.state_dir = ctx.state_dir();
     options.worker_limits = o->limits.worker_limits();

@@ -363,6 +363,7 @@ private:
       log_.debug("{}: {}", t.label, encode_metrics(t.metrics));
     log_.info("job {} finished: {}", registration_->id(), describe_totals());
     for (const auto& line : describe_shedding(job_.spec, workers_.metrics())) log_.warn("{}", line);
+    for (const auto& line : describe_silent_drops(job_.spec, workers_.metrics())) log_.warn("{}", line);
     spool_janitor_->sweep_drained();
   }
 

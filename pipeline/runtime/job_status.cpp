@@ -74,6 +74,29 @@ std::vector<std::string> describe_shedding(const pipeline::PipelineSpec& spec,
   return lines;
 }
 
+std::vector<std::string> describe_silent_drops(const pipeline::PipelineSpec& spec,
+                                               const std::vector<std::vector<NodeMetrics>>& per_task) {
+  std::vector<std::string> lines;
+  for (const auto& node : spec.nodes) {
+    if (node.type != "filter" && node.type != "flat_map" && node.type != "join") continue;
+    std::uint64_t in = 0, out = 0, bad = 0;
+    for (const auto& task : per_task)
+      for (const auto& m : task)
+        if (m.node == node.name) {
+          in += m.records_in;
+          out += m.records_out;
+          bad += m.bad_records;
+        }
+    if (in == 0 || out != 0) continue;
+    // The node's table: a copied spec (the coordinator's) keeps no positions of its values.
+    lines.push_back(pipeline::position_of(spec, node, "") + ": " + node.type + " '" +
+                    node.name + "' passed on none of the " + std::to_string(in) +
+                    " records it read" +
+                    (bad > 0 ? " (" + std::to_string(bad) + " of them bad records)" : std::string()));
+  }
+  return lines;
+}
+
 std::string describe_parallelism(const pipeline::PipelineSpec& spec) {
   std::string out;
   for (const auto& node : spec.nodes)

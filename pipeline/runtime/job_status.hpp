@@ -15,13 +15,21 @@ namespace streamctl::runtime {
 std::string status_json(const LoadedJob& job, const WorkerPool& workers);
 
 // "1200 records read, 1100 written, 3 bad, 400 records/s read": the progress and end lines.
+std::string describe_totals(const pipeline::PipelineSpec& spec,
+                            const std::vector<std::vector<NodeMetrics>>& per_task, double seconds);
+
 // One line per `shed` node that dropped records: "shed node 's' dropped 49895 of 100000
 // records (49.9%)", for the end of a run (shedding loses data on purpose: a person should see
 // how much).
 std::vector<std::string> describe_shedding(const pipeline::PipelineSpec& spec,
                                            const std::vector<std::vector<NodeMetrics>>& per_task);
-std::string describe_totals(const pipeline::PipelineSpec& spec,
-                            const std::vector<std::vector<NodeMetrics>>& per_task, double seconds);
+
+// Warnings for a node that read records and passed none on (issue 10: a filter on a
+// misspelt field drops everything with exit 0): "FILE:LINE:COL: filter 'ok' passed on none
+// of the 1000 records it read", for the log's warnings. For the types whose empty output is a sign of a
+// mistake (filter, flat_map, join); a shed says what it dropped in describe_shedding.
+std::vector<std::string> describe_silent_drops(const pipeline::PipelineSpec& spec,
+                                               const std::vector<std::vector<NodeMetrics>>& per_task);
 
 // "clicks=2, counts=4": every node's parallelism, for messages.
 std::string describe_parallelism(const pipeline::PipelineSpec& spec);

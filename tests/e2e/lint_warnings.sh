@@ -1,7 +1,8 @@
 # Warnings for silent data mistakes (issue 10 part 6): a misspelt field, which reads as null in
 # every record (a filter on it drops everything, with exit 0), and a window with no event time,
-# are reported on stderr with file:line:col by `validate` and by `run`; a correct pipeline
-# gets none. Warnings never change the exit code or the output.
+# are reported on stderr with file:line:col by `validate` and by `run`, and a filter that
+# passed on nothing by the end of the run; a correct pipeline gets none. Warnings never change
+# the exit code or the output.
 source "$(dirname "$0")/lib/common.bash"
 
 pipeline() { # WHERE EVENT_TIME
@@ -34,6 +35,8 @@ assert_contains "$WORK/err" "typo.toml:8:8: warning: operator 'ok' reads field '
 assert_contains "$WORK/err" "did you mean 'status'?"
 run_expect 0 "$STREAMCTL" run "$WORK/typo.toml"
 assert_contains "$WORK/err" "reads field 'staus'"
+# At the end of the run, from what the nodes counted: the filter passed nothing on.
+assert_contains "$WORK/err" "warning: $WORK/typo.toml:7:1: filter 'ok' passed on none of the 1000 records it read"
 [[ ! -s "$WORK/out" ]] || fail "a filter on a field no record has kept records"
 
 pipeline "status == 200" "" >"$WORK/no_time.toml"
