@@ -201,17 +201,26 @@ check_hosts_private
 echo "SIGSTOP mid-upload: checkpoint $id given up, output exact"
 
 # 5. A remote worker killed mid-upload of a checkpoint: a restart (from the beginning when it
-# was the first).
+# was the first). An upload can end between the sight of its .part file and the stop of the
+# workers (CI saw it): then the next checkpoint's upload is tried, the job made slow enough to
+# take several.
 pipeline killed "$WORK/killed" "$cluster" >"$WORK/killed.toml"
-"$STREAMCTL" -vv run "$WORK/killed.toml" >"$WORK/killed.out" 2>"$WORK/killed.log" &
+"$STREAMCTL" -vv run "$WORK/killed.toml" --set sources.gen.rate=50000 >"$WORK/killed.out" 2>"$WORK/killed.log" &
 job=$!
 wait_for_text "$WORK/killed.log" "records flowing" 60
 pids=$(remote_workers)
-part=$(await_upload "$CK/killed" 60) || fail "no upload seen: $(tail -5 "$WORK/killed.log")"
-# Every remote worker holds still while the one uploading is found (its staged file is open).
-kill -STOP $pids
-name=$(basename "$part" .part)
-victim=$(uploader_of "$name" $pids) || { kill -CONT $pids; fail "the upload of $name ended before it could be caught"; }
+victim=""
+for attempt in 1 2 3 4 5; do
+  part=$(await_upload "$CK/killed" 60) || fail "no upload seen: $(tail -5 "$WORK/killed.log")"
+  # Every remote worker holds still while the one uploading is found (its staged file is open).
+  kill -STOP $pids
+  name=$(basename "$part" .part)
+  victim=$(uploader_of "$name" $pids) && break
+  kill -CONT $pids
+  echo "attempt $attempt: the upload of $name ended before it could be caught"
+  while [[ -e $part ]]; do sleep 0.05; done
+done
+[[ -n $victim ]] || fail "no upload could be caught in $attempt attempts"
 kill -9 "$victim"
 kill -CONT $pids
 echo "killed remote worker $victim while $part was arriving"
