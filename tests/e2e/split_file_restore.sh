@@ -6,7 +6,8 @@
 # n = 1..count(user), so a line lost or read twice shows.
 source "$(dirname "$0")/lib/common.bash"
 
-SEED=${SPLIT_SEED:-$(date +%s%N | cut -c 10-18)}
+# Nanoseconds mod 10^9 + 1: never a leading zero, which bash would read as octal.
+SEED=${SPLIT_SEED:-$(($(date +%s%N) % 1000000000 + 1))}
 RANDOM=$SEED
 trap 'code=$?; ((code == 0)) || echo "split_file_restore: seed $SEED (rerun with SPLIT_SEED=$SEED)" >&2; cleanup' EXIT
 
