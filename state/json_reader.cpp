@@ -1,15 +1,12 @@
 #include "state/json_reader.hpp"
 
+#include "state/json_scan.hpp"
 #include "state/utf8.hpp"
 
 #include <charconv>
 #include <cstring>
 #include <limits>
 #include <system_error>
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 namespace streamctl::state {
 
@@ -22,39 +19,6 @@ bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; 
 
 const char* skip_space(const char* p, const char* end) {
   while (p < end && is_space(*p)) ++p;
-  return p;
-}
-
-// The bytes find_string_special stops at, for the last bytes of a line.
-constexpr std::array<bool, 256> make_string_special() {
-  std::array<bool, 256> t{};
-  for (int c = 0; c < 0x20; ++c) t[static_cast<std::size_t>(c)] = true;
-  for (int c = 0x80; c < 0x100; ++c) t[static_cast<std::size_t>(c)] = true;
-  t['"'] = true;
-  t['\\'] = true;
-  return t;
-}
-constexpr std::array<bool, 256> string_special = make_string_special();
-
-// The first byte in [p, end) that a string scan must look at: '"', '\\', a control character
-// (0x00..0x1F) or a non-ASCII byte (0x80..0xFF), or end. As signed chars, the last two are the
-// bytes below 0x20, so one comparison finds both. Strings are scanned 16 bytes at a time; the
-// loads stay inside [p, end).
-const char* find_string_special(const char* p, const char* end) {
-#if defined(__SSE2__)
-  const __m128i quote = _mm_set1_epi8('"');
-  const __m128i backslash = _mm_set1_epi8('\\');
-  const __m128i space = _mm_set1_epi8(0x20);
-  while (end - p >= 16) {
-    __m128i chunk = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    int mask = _mm_movemask_epi8(_mm_or_si128(
-        _mm_or_si128(_mm_cmpeq_epi8(chunk, quote), _mm_cmpeq_epi8(chunk, backslash)),
-        _mm_cmplt_epi8(chunk, space)));
-    if (mask != 0) return p + __builtin_ctz(static_cast<unsigned>(mask));
-    p += 16;
-  }
-#endif
-  while (p < end && !string_special[static_cast<unsigned char>(*p)]) ++p;
   return p;
 }
 
@@ -367,7 +331,7 @@ bool JsonReader::array(Value& out, int depth) {
   return true;
 }
 
-// From `p`, where find_string_special stopped (or end_): the first '"' or '\\' from there on
+// From `p`, where find_json_special stopped (or end_): the first '"' or '\\' from there on
 // inside a string, or end_; nullptr (with the error set) at a raw control character or at bytes
 // that are not UTF-8, which RFC 8259 does not allow in a string. Callers take the common case
 // (a quote or backslash) themselves, so ASCII text costs what the quote search alone cost; only
@@ -388,14 +352,14 @@ const char* JsonReader::scan_string(const char* p) {
       }
       p += n;
     }
-    p = find_string_special(p, end_);
+    p = find_json_special(p, end_);
   }
 }
 
 // p_ is at the opening quote.
 bool JsonReader::string_value(Value& out) {
   const char* open = p_;
-  const char* q = find_string_special(open + 1, end_);
+  const char* q = find_json_special(open + 1, end_);
   if (q < end_ && *q != '"' && *q != '\\' && (q = scan_string(q)) == nullptr) return false;
   if (q >= end_) return error(open, "unterminated string");
   if (*q == '"') {
@@ -413,7 +377,7 @@ bool JsonReader::string_value(Value& out) {
 // the next key); leaves p_ after its closing quote.
 bool JsonReader::key_text(std::string_view& out) {
   const char* open = p_;
-  const char* q = find_string_special(open + 1, end_);
+  const char* q = find_json_special(open + 1, end_);
   if (q < end_ && *q != '"' && *q != '\\' && (q = scan_string(q)) == nullptr) return false;
   if (q >= end_) return error(open, "unterminated string");
   if (*q == '"') {
@@ -446,7 +410,7 @@ const char* JsonReader::string_close(const char* open, const char* first_escape)
       error(open, "unterminated string");
       return nullptr;
     }
-    close = scan_string(find_string_special(close + 2, end_));
+    close = scan_string(find_json_special(close + 2, end_));
     if (close == nullptr) return nullptr;
   }
 }
@@ -745,7 +709,7 @@ bool JsonReader::skip_array(int depth) {
 // p_ is at the opening quote.
 bool JsonReader::skip_string() {
   const char* open = p_;
-  const char* q = find_string_special(open + 1, end_);
+  const char* q = find_json_special(open + 1, end_);
   if (q < end_ && *q != '"' && *q != '\\' && (q = scan_string(q)) == nullptr) return false;
   if (q >= end_) return error(open, "unterminated string");
   if (*q == '\\') {

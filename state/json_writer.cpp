@@ -7,10 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
+#include "state/json_scan.hpp"
 #include "state/utf8.hpp"
 
 namespace streamctl::state {
@@ -35,25 +32,6 @@ constexpr std::array<char, 256> make_escape_table() {
 }
 constexpr std::array<char, 256> escape_table = make_escape_table();
 
-// The first byte in [p, end) that escape_table does not pass as is ('"', '\\', below 0x20, or
-// non-ASCII), or end: 16 bytes at a time (as signed chars, bytes 0x80..0xFF are below 0x20 too).
-const char* find_special(const char* p, const char* end) {
-#if defined(__SSE2__)
-  const __m128i quote = _mm_set1_epi8('"');
-  const __m128i backslash = _mm_set1_epi8('\\');
-  const __m128i space = _mm_set1_epi8(0x20);
-  while (end - p >= 16) {
-    __m128i chunk = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    int mask = _mm_movemask_epi8(_mm_or_si128(
-        _mm_or_si128(_mm_cmpeq_epi8(chunk, quote), _mm_cmpeq_epi8(chunk, backslash)),
-        _mm_cmplt_epi8(chunk, space)));
-    if (mask != 0) return p + __builtin_ctz(static_cast<unsigned>(mask));
-    p += 16;
-  }
-#endif
-  while (p < end && escape_table[static_cast<unsigned char>(*p)] == 0) ++p;
-  return p;
-}
 
 void append_int(std::int64_t v, std::string& out) {
   char buf[24];
@@ -125,7 +103,7 @@ void append_canonical(const Value& v, const FieldNames& names, std::string& out)
 void append_json_string(std::string_view s, std::string& out) {
   const char* run = s.data();
   const char* end = s.data() + s.size();
-  const char* first = find_special(run, end);
+  const char* first = find_json_special(run, end);
   if (first == end) { // the common case: ASCII with nothing to escape, copied at once
     out += '"';
     out.append(s);
