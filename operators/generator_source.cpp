@@ -8,6 +8,7 @@
 
 #include "operators/nexmark.hpp"
 #include "operators/source_position.hpp"
+#include "operators/splitmix.hpp"
 #include "pipeline/spec/units.hpp"
 #include "state/error.hpp"
 
@@ -16,14 +17,6 @@ namespace streamctl::operators {
 namespace {
 
 using state::Value;
-
-// splitmix64: a fast, well-mixed pure function of its input, stable across builds.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 enum class Profile { Counter, Clicks, Nexmark };
 
@@ -253,7 +246,7 @@ private:
       if (wanted_[seq_]) builder_.append(seq_, Value::integer(static_cast<std::int64_t>(n)));
       if (wanted_[ts_]) builder_.append(ts_, Value::integer(ts));
     } else {
-      std::uint64_t r = mix(seed_ * 0x100000001b3ULL ^ n);
+      std::uint64_t r = splitmix64(seed_ * 0x100000001b3ULL ^ n);
       if (wanted_[ts_]) builder_.append(ts_, Value::integer(ts));
       if (wanted_[user_]) builder_.append(user_, Value::string(numbered(out, "u", r % users_)));
       if (wanted_[page_])

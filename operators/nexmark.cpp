@@ -5,6 +5,8 @@
 #include <charconv>
 #include <string_view>
 
+#include "operators/splitmix.hpp"
+
 namespace streamctl::operators {
 
 namespace {
@@ -42,22 +44,14 @@ constexpr std::array<std::string_view, 6> kStates{"AZ", "CA", "ID", "OR", "WA", 
 constexpr std::uint64_t kEventSalt = 0x6e65786d61726b31ULL;   // "nexmark1"
 constexpr std::uint64_t kChannelSalt = 0x6368616e6e656c31ULL; // "channel1"
 
-// splitmix64's finaliser: a fast, well-mixed bijection, stable across builds.
-constexpr std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 // A splitmix64 stream: the pseudo-random draws of one event.
 class Rng {
 public:
   explicit Rng(std::uint64_t state) : state_(state) {}
 
   std::uint64_t next() {
-    std::uint64_t r = mix(state_);
-    state_ += 0x9e3779b97f4a7c15ULL;
+    std::uint64_t r = splitmix64(state_);
+    state_ += kSplitmixGamma;
     return r;
   }
 
@@ -72,7 +66,7 @@ public:
 
   // Advances the stream past `draws` draws, as if they were made (a field nobody reads is not
   // written, but the fields after it must get the same draws).
-  void skip(std::uint64_t draws) { state_ += draws * 0x9e3779b97f4a7c15ULL; }
+  void skip(std::uint64_t draws) { state_ += draws * kSplitmixGamma; }
 
 private:
   std::uint64_t state_;
@@ -167,7 +161,7 @@ private:
 // "https://www.nexmark.com/abc/de_f/ghi/item.htm?query=1": three path segments of 3 or 4
 // characters, a pure function of `key` (Flink draws them once per process).
 Text::Span add_base_url(Text& text, std::uint64_t key) {
-  Rng rng(mix(key ^ kChannelSalt));
+  Rng rng(splitmix64(key ^ kChannelSalt));
   std::uint32_t m = text.mark();
   text.put("https://www.nexmark.com/");
   for (int k = 0; k < 3; ++k) {
@@ -300,7 +294,7 @@ void make_bid(std::uint64_t n, Rng& rng, std::int64_t ts, const NexmarkFields& f
       m = text.mark();
       add_base_url(text, k);
       // As Flink's: nine channels in ten carry their id, bit-reversed, in the URL.
-      if (mix(k ^ kChannelSalt ^ 1) % 10 > 0) {
+      if (splitmix64(k ^ kChannelSalt ^ 1) % 10 > 0) {
         text.put("&channel_id=");
         auto reversed = static_cast<std::int32_t>(reverse_bits(static_cast<std::uint32_t>(k)));
         text.put_number(static_cast<std::uint64_t>(std::abs(static_cast<std::int64_t>(reversed))));
@@ -335,7 +329,7 @@ NexmarkFields::NexmarkFields(state::FieldNames& names)
 void make_nexmark_event(std::uint64_t seed, std::uint64_t n, const NexmarkClock& clock,
                         const NexmarkFields& fields, state::RecordBuilder& builder,
                         state::Batch& out) {
-  Rng rng(mix(mix(seed ^ kEventSalt) + n));
+  Rng rng(splitmix64(splitmix64(seed ^ kEventSalt) + n));
   std::int64_t ts = clock.start_time + static_cast<std::int64_t>(n) * clock.interval_ms;
   builder.reset();
   switch (nexmark_kind(n)) {

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "operators/config_problems.hpp"
+#include "operators/splitmix.hpp"
 #include "pipeline/spec/lint.hpp"
 
 namespace streamctl::operators {
@@ -16,14 +17,6 @@ struct ShedConfig {
   std::optional<std::int64_t> target_latency_ms; // absent: shed always
   std::uint64_t seed = 0;
 };
-
-// splitmix64's finaliser.
-constexpr std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 class Shed final : public Operator {
 public:
@@ -37,7 +30,7 @@ public:
 
   void open(OperatorContext& ctx) override {
     Operator::open(ctx);
-    stream_ = mix(config_.seed ^ mix(static_cast<std::uint64_t>(ctx.subtask) + 1));
+    stream_ = splitmix64(config_.seed ^ splitmix64(static_cast<std::uint64_t>(ctx.subtask) + 1));
   }
 
   void process(const state::Batch& in, state::Batch& out) override {
@@ -49,7 +42,7 @@ public:
       return;
     }
     for (const auto& record : in) {
-      const bool drop = drop_all_ || mix(stream_ + position_ * 0x9e3779b97f4a7c15ULL) < threshold_;
+      const bool drop = drop_all_ || splitmix64(stream_ + position_ * kSplitmixGamma) < threshold_;
       ++position_;
       if (!drop) out.add_shared(record);
     }
