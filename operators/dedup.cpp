@@ -127,6 +127,13 @@ public:
   // first), 1 byte "records run on processing time"; a restore takes the highest generation
   // of the old subtasks (all equal when the watermark drives them) and either flag.
   bool has_state() const override { return true; }
+  StateFootprint state_footprint() const override {
+    StateFootprint f;
+    if (kept_) f = {kept_->size(), kept_->memory_bytes()};
+    if (timers_) f.bytes += timers_->memory_bytes();
+    if (bloom_) f.bytes += bloom_->memory_bytes();
+    return f;
+  }
 
   void snapshot_key_group(std::uint32_t key_group, std::string& out) const override {
     if (bloom_) {

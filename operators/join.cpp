@@ -164,6 +164,10 @@ public:
   // new subtask s the right records of old subtask 0 (the same in every old subtask) and the
   // left records of every old subtask j with j % p == s, with the timers that go with them.
   bool has_state() const override { return true; }
+  StateFootprint state_footprint() const override {
+    JoinStateSize size = state_size();
+    return {size.entries, size.memory_bytes};
+  }
 
   void snapshot_key_group(std::uint32_t key_group, std::string& out) const override {
     if (config_.broadcast || !entries_ || !entries_->key_group_range().contains(key_group)) return;

@@ -70,6 +70,12 @@ struct OperatorContext {
   std::function<void(state::Batch& out)> pass_on_fired;
 };
 
+// The state an operator holds (Operator::state_footprint).
+struct StateFootprint {
+  std::uint64_t entries = 0;
+  std::uint64_t bytes = 0;
+};
+
 class Operator {
 public:
   virtual ~Operator() = default;
@@ -97,6 +103,10 @@ public:
   // self-describing bytes (field names, not process-local FieldIds; a version byte first);
   // the snapshot file (state/snapshot_format.hpp) compresses and checksums them.
   virtual bool has_state() const { return false; }
+  // What the operator holds now, for metrics (`status`, Prometheus): keyed entries (keys, or
+  // (key, window) pairs) and heap bytes. Called on the task's thread between batches, about
+  // once a second, so it may walk the state.
+  virtual StateFootprint state_footprint() const { return {}; }
   // Appends the state of `key_group` (one this subtask owns) to `out`; appends nothing when
   // the group holds nothing.
   virtual void snapshot_key_group(std::uint32_t /*key_group*/, std::string& /*out*/) const {}

@@ -114,6 +114,10 @@ public:
   //             (Aggregates::serialize)
   // No timers (the ttl sweeps by processing time) and no subtask state.
   bool has_state() const override { return true; }
+  StateFootprint state_footprint() const override {
+    if (!rows_) return {};
+    return {rows_->size(), rows_->memory_bytes()};
+  }
 
   void snapshot_key_group(std::uint32_t key_group, std::string& out) const override {
     if (!rows_ || !rows_->key_group_range().contains(key_group) || rows_->group_size(key_group) == 0)

@@ -203,6 +203,17 @@ public:
   //              start): zigzag start, zigzag end, the aggregates block
   //   timers    (state_codec.hpp): key bytes, tag = session start; re-registered under
   //             hash_key_bytes(key), as on insert
+  StateFootprint state_footprint() const override {
+    StateFootprint f;
+    for (const auto* map : {&event_sessions_, &processing_sessions_})
+      if (*map) {
+        f.entries += (*map)->size();
+        f.bytes += (*map)->memory_bytes();
+      }
+    if (timers_) f.bytes += timers_->memory_bytes();
+    return f;
+  }
+
   void snapshot_key_group(std::uint32_t key_group, std::string& out) const override {
     if (!timers_->key_group_range().contains(key_group)) return;
     bool any_timer = false;

@@ -326,6 +326,17 @@ public:
   //   timers    (state_codec.hpp): the group timers, key empty, tag = window end
   // On restore each window is filed again under window_hash(group, hash_key_bytes(key), start)
   // and each group timer re-registered with hash = the group number, as on insert.
+  StateFootprint state_footprint() const override {
+    StateFootprint f;
+    for (const Domain& d : domains_)
+      if (d.windows) {
+        f.entries += d.windows->size();
+        f.bytes += d.windows->memory_bytes();
+      }
+    if (timers_) f.bytes += timers_->memory_bytes();
+    return f;
+  }
+
   void snapshot_key_group(std::uint32_t key_group, std::string& out) const override {
     if (!range_.contains(key_group)) return;
     bool any_timer = false;

@@ -97,6 +97,7 @@ bool CheckpointCoordinator::trigger(Request request) {
   p.started = Clock::now();
   p.deadline = p.started + settings_.timeout;
   p.files.resize(workers_.size());
+  p.figures.resize(workers_.size());
   pending_ = std::move(p);
   if (every_task)
     workers_.send_all(message);
@@ -119,6 +120,9 @@ void CheckpointCoordinator::on_ack(std::size_t task, const transport::ControlMes
   f.parallelism = chain.parallelism;
   f.bytes = static_cast<std::uint64_t>(m.get_int("bytes", 0));
   f.spool_files = decode_spool_files(m.get("spool_files"));
+  f.counts = m.get("metrics");
+  pending_->figures[task] = CheckpointFigures{pending_->id, static_cast<std::uint64_t>(m.get_int("duration_ms", 0)),
+                                              static_cast<std::uint64_t>(m.get_int("alignment_ms", 0)), f.bytes};
   pending_->files[task] = std::move(f);
   if (++pending_->acked == workers_.size()) complete();
 }
@@ -166,6 +170,8 @@ void CheckpointCoordinator::complete() {
   else
     log_.debug("checkpoint {} complete: {} bytes in {} ms", p.id, bytes, ms);
   latest_completed_ = r.dir;
+  ++completed_count_;
+  for (std::size_t k = 0; k < p.figures.size() && k < workers_.size(); ++k) workers_[k].last_checkpoint = p.figures[k];
   listener_.checkpoint_completed(r.dir);
   // After a final checkpoint the sinks publish at RELEASE, once the coordinator has recorded
   // that the job publishes its final output (final_publish.hpp).
@@ -196,6 +202,7 @@ void CheckpointCoordinator::abort_pending(const std::string& why, bool error) {
   pending_.reset();
   const Request& r = p.request;
   const char* what = r.savepoint ? "savepoint" : "checkpoint";
+  if (error) ++failed_count_;
   if (error)
     log_.error("{} {} failed: {}; the job goes on", what, p.id, why);
   else

@@ -110,6 +110,10 @@ public:
   bool savepoint_in_progress() const { return pending_ && pending_->request.savepoint; }
   std::size_t exhausted_sources() const { return exhausted_sources_; }
   const std::optional<std::filesystem::path>& latest_completed() const { return latest_completed_; }
+  // Checkpoints and savepoints this run completed, and those that failed (not those given up
+  // because the input ended or a task failed).
+  std::uint64_t completed_count() const { return completed_count_; }
+  std::uint64_t failed_count() const { return failed_count_; }
 
   // CHECKPOINT_DIR/NAME/chk-N for the next id.
   std::filesystem::path next_checkpoint_dir() const;
@@ -125,6 +129,7 @@ private:
     Clock::time_point started;
     Clock::time_point deadline;
     std::vector<std::optional<CheckpointTaskFile>> files; // by task
+    std::vector<CheckpointFigures> figures;               // by task, from the ACKs
     std::size_t acked = 0;
   };
   void complete();
@@ -143,6 +148,8 @@ private:
   std::optional<std::filesystem::path> latest_completed_;
   std::filesystem::path restored_from_; // of the running attempt
   std::size_t exhausted_sources_ = 0;
+  std::uint64_t completed_count_ = 0;
+  std::uint64_t failed_count_ = 0;
   Clock::time_point next_trigger_{};
 };
 

@@ -172,6 +172,7 @@ Result<void> write_metadata(const fs::path& dir, const CheckpointMetadata& m) {
       for (const auto& name : t.spool_files) spool.push_back(name);
       task.insert("spool_files", std::move(spool));
     }
+    if (!t.counts.empty()) task.insert("counts", t.counts);
     tasks.push_back(std::move(task));
   }
   root.insert("tasks", std::move(tasks));
@@ -278,6 +279,8 @@ Result<CheckpointMetadata> read_metadata(const fs::path& path) {
       return task_bad(spool.error());
     else
       f.spool_files = std::move(*spool);
+    // Informative only (job_metrics.hpp): a damaged value is dropped, never a reason to refuse.
+    f.counts = (*t)["counts"].value_or(std::string());
     m.tasks.push_back(std::move(f));
   }
   if (auto complete = check_chains_complete(m, file.string()); !complete) return Failure{complete.error()};

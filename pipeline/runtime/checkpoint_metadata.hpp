@@ -29,6 +29,8 @@
 //   parallelism = 2
 //   spool_files = ["stdin-in.JOB.spool"] # optional: files in CHECKPOINT_DIR/NAME/spool that
 //                                       # the task's source position needs (absent: none)
+//   counts = "ok:10:7:0:0:0"            # optional: the task's record counters at the barrier
+//                                       # (job_metrics.hpp); metrics only, never checked
 //   subtask = 1
 //   ...
 //   checksum = "0123456789abcdef"       # last line: XXH64 (seed 0, 16 lowercase hex digits)
@@ -72,6 +74,9 @@ struct CheckpointTaskFile {
   int parallelism = 1;
   std::uint64_t bytes = 0;
   std::vector<std::string> spool_files; // names in CHECKPOINT_DIR/NAME/spool the task needs
+  // The task's record counters at the barrier (job_metrics.hpp encode_metrics), so that a job
+  // restored from here counts on from what the checkpoint covers. Optional; empty: unknown.
+  std::string counts;
 };
 
 struct CheckpointMetadata {

@@ -23,7 +23,7 @@ void ClientCommands::handle(const std::string& identity, const transport::Contro
   if (m.type == "STATUS") {
     const auto& latest = checkpoints_.latest_completed();
     answer.set("state", job_control_.state())
-        .set("operators", status_json(job_, workers_))
+        .set("operators", status_json(job_, metrics_ ? metrics_() : JobMetrics{}))
         .set("last_checkpoint", latest ? latest->string() : "")
         .set("restarts", std::to_string(job_control_.restarts()));
   } else if (m.type == "STOP_JOB") {

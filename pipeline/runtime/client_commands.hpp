@@ -15,6 +15,7 @@
 #include "pipeline/runtime/checkpoint_coordinator.hpp"
 #include "pipeline/runtime/control_channel.hpp"
 #include "pipeline/runtime/job_loader.hpp"
+#include "pipeline/runtime/metrics_view.hpp"
 #include "pipeline/runtime/worker_pool.hpp"
 #include "pipeline/spec/worker_limits.hpp"
 
@@ -50,6 +51,8 @@ public:
   // it): such a rescale is refused before its savepoint stops anything.
   using PlacementCheck = std::function<std::optional<std::string>(const LoadedJob&)>;
   void set_placement_check(PlacementCheck check) { placement_check_ = std::move(check); }
+  // What `status` shows of the job's operators (the coordinator's MetricsBook).
+  void set_metrics(std::function<JobMetrics()> metrics) { metrics_ = std::move(metrics); }
 
   static bool is_client_command(const transport::ControlMessage& m);
   // `identity`: the client's ROUTER identity, to reply to.
@@ -69,6 +72,7 @@ private:
   JobControl& job_control_;
   spdlog::logger& log_;
   PlacementCheck placement_check_;
+  std::function<JobMetrics()> metrics_;
 };
 
 } // namespace streamctl::runtime

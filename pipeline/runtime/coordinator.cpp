@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 
+#include "operators/wall_clock.hpp"
 #include "pipeline/runtime/checkpoint_coordinator.hpp"
 #include "pipeline/runtime/checkpoint_dir_lock.hpp"
 #include "pipeline/runtime/client_commands.hpp"
@@ -17,6 +18,7 @@
 #include "pipeline/runtime/job_state.hpp"
 #include "pipeline/runtime/job_status.hpp"
 #include "pipeline/runtime/local_launcher.hpp"
+#include "pipeline/runtime/metrics_book.hpp"
 #include "pipeline/runtime/signal_channel.hpp"
 #include "pipeline/runtime/snapshot_receiver.hpp"
 #include "pipeline/runtime/snapshot_server.hpp"
@@ -104,6 +106,7 @@ public:
                                                  *checkpoints_, control_, *state_, log_);
     // The workers send their snapshot files here (snapshot_receiver.hpp).
     if (snapshots_on_coordinator()) uploads_ = std::make_unique<SnapshotReceiver>(log_);
+    commands_->set_metrics([this] { return current_metrics(); });
     commands_->set_placement_check([this](const LoadedJob& next) -> std::optional<std::string> {
       if (hosts_.empty()) return std::nullopt;
       try {
@@ -171,6 +174,7 @@ private:
   // Starts this attempt's workers and runs the job until it ends or must restart.
   void launch() {
     checkpoints_->begin_attempt(restore_from_);
+    metrics_book_.begin_attempt(job_, restore_from_, registration_->id(), log_);
     // Workers on other hosts fetch what they restore from here (storage = "coordinator").
     snapshot_server_.begin_attempt(attempt_, snapshots_on_coordinator() ? restore_from_ : std::filesystem::path());
     AttemptArgs args;
@@ -362,8 +366,9 @@ private:
     for (const auto& t : workers_.tasks())
       log_.debug("{}: {}", t.label, encode_metrics(t.metrics));
     log_.info("job {} finished: {}", registration_->id(), describe_totals());
-    for (const auto& line : describe_shedding(job_.spec, workers_.metrics())) log_.warn("{}", line);
-    for (const auto& line : describe_silent_drops(job_.spec, workers_.metrics())) log_.warn("{}", line);
+    const auto totals = metrics_book_.totals(job_, workers_.tasks());
+    for (const auto& line : describe_shedding(job_.spec, totals)) log_.warn("{}", line);
+    for (const auto& line : describe_silent_drops(job_.spec, totals)) log_.warn("{}", line);
     spool_janitor_->sweep_drained();
   }
 
@@ -407,8 +412,19 @@ private:
     return std::max(0ms, std::chrono::duration_cast<std::chrono::milliseconds>(next - now) + 1ms);
   }
 
+  // What `status` and /metrics show of the job now.
+  JobMetrics current_metrics() const {
+    JobFacts facts;
+    facts.job_id = registration_->id();
+    facts.state = state_->state();
+    facts.restarts = state_->restarts();
+    facts.checkpoints_completed = checkpoints_->completed_count();
+    facts.checkpoints_failed = checkpoints_->failed_count();
+    return metrics_book_.view(job_, workers_.tasks(), facts, Clock::now(), operators::wall_clock_ms());
+  }
+
   std::string describe_totals() const {
-    return runtime::describe_totals(job_.spec, workers_.metrics(),
+    return runtime::describe_totals(job_.spec, metrics_book_.totals(job_, workers_.tasks()),
                                     std::chrono::duration<double>(Clock::now() - started_).count());
   }
 
@@ -430,6 +446,7 @@ private:
   std::unique_ptr<JobState> state_;
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
   std::unique_ptr<ClientCommands> commands_;
+  MetricsBook metrics_book_;
   std::unique_ptr<SnapshotReceiver> uploads_; // storage = "coordinator" with hosts
   std::unique_ptr<Supervisor> supervisor_;
   SnapshotServer snapshot_server_; // the running attempt's snapshot, to workers that cannot read it

@@ -9,7 +9,8 @@ std::string encode_metrics(const std::vector<NodeMetrics>& metrics) {
   for (const auto& m : metrics) {
     if (!out.empty()) out += ';';
     out += m.node + ":" + std::to_string(m.records_in) + ":" + std::to_string(m.records_out) + ":" +
-           std::to_string(m.bad_records);
+           std::to_string(m.bad_records) + ":" + std::to_string(m.state_entries) + ":" +
+           std::to_string(m.state_bytes);
   }
   return out;
 }
@@ -40,6 +41,11 @@ std::vector<NodeMetrics> decode_metrics(std::string_view text) {
     if (next_field(entry, node) && next_field(entry, in) && next_field(entry, records_out) &&
         next_field(entry, bad) && parse_count(in, m.records_in) && parse_count(records_out, m.records_out) &&
         parse_count(bad, m.bad_records)) {
+      // The state figures came later (issue 10): an entry may end after `bad`.
+      std::string_view entries, bytes;
+      if (next_field(entry, entries) && next_field(entry, bytes) &&
+          !(parse_count(entries, m.state_entries) && parse_count(bytes, m.state_bytes)))
+        continue;
       m.node = std::string(node);
       out.push_back(std::move(m));
     }
@@ -62,6 +68,38 @@ JobTotals sum_metrics(const pipeline::PipelineSpec& spec, const std::vector<std:
       }
     }
   return totals;
+}
+
+void TaskLoad::write_to(transport::ControlMessage& m) const {
+  m.set("busy_ms", std::to_string(busy_ms))
+      .set("idle_ms", std::to_string(idle_ms))
+      .set("backpressured_ms", std::to_string(backpressured_ms))
+      .set("bytes_in", std::to_string(bytes_in))
+      .set("bytes_out", std::to_string(bytes_out))
+      .set("input_waiting", std::to_string(input_waiting))
+      .set("input_polls", std::to_string(input_polls))
+      .set("output_full", std::to_string(output_full))
+      .set("output_sends", std::to_string(output_sends));
+  if (watermark) m.set("watermark", std::to_string(*watermark));
+}
+
+TaskLoad TaskLoad::read_from(const transport::ControlMessage& m) {
+  auto count = [&](const char* key) {
+    auto v = m.get_int(key, 0);
+    return v > 0 ? static_cast<std::uint64_t>(v) : 0;
+  };
+  TaskLoad load;
+  load.busy_ms = count("busy_ms");
+  load.idle_ms = count("idle_ms");
+  load.backpressured_ms = count("backpressured_ms");
+  load.bytes_in = count("bytes_in");
+  load.bytes_out = count("bytes_out");
+  load.input_waiting = count("input_waiting");
+  load.input_polls = count("input_polls");
+  load.output_full = count("output_full");
+  load.output_sends = count("output_sends");
+  if (!m.get("watermark").empty()) load.watermark = m.get_int("watermark", 0);
+  return load;
 }
 
 } // namespace streamctl::runtime

@@ -8,7 +8,46 @@
 
 namespace streamctl::runtime {
 
-std::string status_json(const LoadedJob& job, const WorkerPool& workers) {
+namespace {
+
+std::string number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", v);
+  // "12.000" -> "12", "0.250" -> "0.25": short, and still JSON numbers.
+  std::string out = text;
+  while (!out.empty() && out.back() == '0') out.pop_back();
+  if (!out.empty() && out.back() == '.') out.pop_back();
+  return out.empty() || out == "-" ? "0" : out;
+}
+
+void append_subtask(const SubtaskMetrics& m, std::string& out) {
+  out += "{\"index\":" + std::to_string(m.subtask) + ",\"host\":";
+  state::append_json_string(m.host, out);
+  out += ",\"pid\":" + std::to_string(m.pid) + ",\"records_in\":" + std::to_string(m.records_in) +
+         ",\"records_out\":" + std::to_string(m.records_out) + ",\"bad_records\":" + std::to_string(m.bad_records) +
+         ",\"bytes_in\":" + std::to_string(m.bytes_in) + ",\"bytes_out\":" + std::to_string(m.bytes_out) +
+         ",\"records_in_per_s\":" + number(m.records_in_per_s) +
+         ",\"records_out_per_s\":" + number(m.records_out_per_s) +
+         ",\"records_in_per_s_1m\":" + number(m.records_in_per_s_1m) +
+         ",\"records_out_per_s_1m\":" + number(m.records_out_per_s_1m) + ",\"busy\":" + number(m.busy) +
+         ",\"idle\":" + number(m.idle) + ",\"backpressured\":" + number(m.backpressured) +
+         ",\"input_queue\":" + number(m.input_queue) + ",\"output_queue\":" + number(m.output_queue);
+  if (m.watermark_ms) out += ",\"watermark_ms\":" + std::to_string(*m.watermark_ms);
+  if (m.watermark_lag_ms) out += ",\"watermark_lag_ms\":" + std::to_string(*m.watermark_lag_ms);
+  out += ",\"state_entries\":" + std::to_string(m.state_entries) + ",\"state_bytes\":" + std::to_string(m.state_bytes);
+  const CheckpointFigures& c = m.last_checkpoint;
+  out += ",\"last_checkpoint\":{\"id\":" + std::to_string(c.id) + ",\"duration_ms\":" + std::to_string(c.duration_ms) +
+         ",\"alignment_ms\":" + std::to_string(c.alignment_ms) + ",\"bytes\":" + std::to_string(c.bytes) + "}";
+  if (m.latency.markers > 0)
+    out += ",\"latency_ms\":{\"markers\":" + std::to_string(m.latency.markers) + ",\"p50\":" + number(m.latency.p50_ms) +
+           ",\"p95\":" + number(m.latency.p95_ms) + ",\"p99\":" + number(m.latency.p99_ms) +
+           ",\"max\":" + number(m.latency.max_ms) + "}";
+  out += "}";
+}
+
+} // namespace
+
+std::string status_json(const LoadedJob& job, const JobMetrics& metrics) {
   std::string out = "[";
   for (std::size_t n = 0; n < job.spec.nodes.size(); ++n) {
     const pipeline::NodeSpec& node = job.spec.nodes[n];
@@ -19,22 +58,11 @@ std::string status_json(const LoadedJob& job, const WorkerPool& workers) {
     state::append_json_string(node.type, out);
     out += ",\"parallelism\":" + std::to_string(job.spec.parallelism_of(node)) + ",\"subtasks\":[";
     bool first = true;
-    for (const auto& t : workers.tasks()) {
-      const auto& chain = job.plan.chains[static_cast<std::size_t>(t.task->chain)];
-      if (std::find(chain.nodes.begin(), chain.nodes.end(), n) == chain.nodes.end()) continue;
-      NodeMetrics m{node.name};
-      for (const auto& reported : t.metrics)
-        if (reported.node == node.name) m = reported;
+    for (const auto& m : metrics.subtasks) {
+      if (m.node != node.name) continue;
       out += first ? "" : ",";
       first = false;
-      out += "{\"index\":" + std::to_string(t.task->subtask) + ",\"host\":";
-      state::append_json_string(t.host.empty() ? "localhost" : t.host, out);
-      // On another host the local child is the worker's ssh: show the worker's own pid there.
-      int pid = t.host.empty() || t.worker_pid == 0 ? t.process->pid() : t.worker_pid;
-      out += ",\"pid\":" + std::to_string(pid) +
-             ",\"records_in\":" + std::to_string(m.records_in) +
-             ",\"records_out\":" + std::to_string(m.records_out) +
-             ",\"bad_records\":" + std::to_string(m.bad_records) + "}";
+      append_subtask(m, out);
     }
     out += "]}";
   }

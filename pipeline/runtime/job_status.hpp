@@ -5,14 +5,19 @@
 #include <vector>
 
 #include "pipeline/runtime/job_loader.hpp"
+#include "pipeline/runtime/metrics_view.hpp"
 #include "pipeline/runtime/worker_pool.hpp"
 
 namespace streamctl::runtime {
 
 // `status --json`'s operators: [{name, type, parallelism, subtasks: [{index, host, pid,
-// records_in, records_out, bad_records}]}], from the workers' latest heartbeats. A task on
-// the coordinator's host shows host "localhost".
-std::string status_json(const LoadedJob& job, const WorkerPool& workers);
+// records_in, records_out, bad_records, bytes_in, bytes_out, records_in_per_s,
+// records_out_per_s, records_in_per_s_1m, records_out_per_s_1m, busy, idle, backpressured,
+// input_queue, output_queue, watermark_ms?, watermark_lag_ms?, state_entries, state_bytes,
+// last_checkpoint: {id, duration_ms, alignment_ms, bytes}, latency_ms?: {markers, p50, p95,
+// p99, max}}]}] (metrics_view.hpp says what each means). Every node of the job appears, in
+// pipeline order.
+std::string status_json(const LoadedJob& job, const JobMetrics& metrics);
 
 // "1200 records read, 1100 written, 3 bad, 400 records/s read": the progress and end lines.
 std::string describe_totals(const pipeline::PipelineSpec& spec,

@@ -130,8 +130,14 @@ void OutputRouter::send(Channel& channel, transport::FrameKind kind, std::string
     buffer_.append(payload);
     message.rebuild(buffer_.data(), buffer_.size());
   }
-  while (!channel.socket->try_send(message)) wait_(channel.socket->socket());
+  const std::size_t bytes = message.size();
+  if (!channel.socket->try_send(message)) {
+    ++sends_found_full_;
+    do wait_(channel.socket->socket());
+    while (!channel.socket->try_send(message));
+  }
   ++batches_sent_;
+  bytes_sent_ += bytes;
 }
 
 // The batch is encoded straight into the memory the message sends (a block of pool_, which

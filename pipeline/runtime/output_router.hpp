@@ -64,6 +64,9 @@ public:
 
   std::uint64_t records_sent() const { return records_sent_; }
   std::uint64_t batches_sent() const { return batches_sent_; }
+  std::uint64_t bytes_sent() const { return bytes_sent_; } // frames of every kind
+  // Frames that found their channel full and had to wait for room (backpressure).
+  std::uint64_t sends_found_full() const { return sends_found_full_; }
 
 private:
   struct Channel {
@@ -108,6 +111,8 @@ private:
   std::int64_t watermark_sent_ = INT64_MIN;
   std::uint64_t records_sent_ = 0;
   std::uint64_t batches_sent_ = 0;
+  std::uint64_t bytes_sent_ = 0;
+  std::uint64_t sends_found_full_ = 0;
 };
 
 } // namespace streamctl::runtime

@@ -83,10 +83,10 @@ void Supervisor::handle_message(const transport::ControlMessage& m) {
     t.ready = true;
     t.endpoint = m.get("endpoint");
   } else if (m.type == "HEARTBEAT") {
-    t.metrics = decode_metrics(m.get("metrics"));
+    t.record_report(t.last_seen, decode_metrics(m.get("metrics")), TaskLoad::read_from(m));
   } else if (m.type == "FINISHED") {
     t.finished = true;
-    t.metrics = decode_metrics(m.get("metrics"));
+    t.record_report(t.last_seen, decode_metrics(m.get("metrics")), TaskLoad::read_from(m));
     // A finished task takes no more checkpoints; the end of the job commits everything.
     checkpoints_.abort_pending(t.label + " finished its input first", false);
   } else if (m.type == "ACK") {

@@ -245,9 +245,16 @@ void TaskChain::restore(CheckpointRestore& restore) {
   }
 }
 
-std::vector<NodeMetrics> TaskChain::metrics() const {
+std::vector<NodeMetrics> TaskChain::metrics(bool with_state) const {
   std::vector<NodeMetrics> out = metrics_;
   for (std::size_t k = 0; k < out.size(); ++k) out[k].bad_records = errors_[k]->count();
+  if (!with_state) return out;
+  const std::size_t offset = source_ ? 1 : 0;
+  for (std::size_t k = 0; k < operators_.size(); ++k) {
+    auto footprint = operators_[k]->state_footprint();
+    out[offset + k].state_entries = footprint.entries;
+    out[offset + k].state_bytes = footprint.bytes;
+  }
   return out;
 }
 

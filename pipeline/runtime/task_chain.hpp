@@ -38,6 +38,9 @@ struct NodeMetrics {
   std::uint64_t records_in = 0;
   std::uint64_t records_out = 0;
   std::uint64_t bad_records = 0;
+  // The node's state now (operators::StateFootprint); a gauge, not a counter.
+  std::uint64_t state_entries = 0;
+  std::uint64_t state_bytes = 0;
 };
 
 class TaskChain {
@@ -100,7 +103,9 @@ public:
   void finish_operators(const Emit& emit);
   void finish_sink();
 
-  std::vector<NodeMetrics> metrics() const;
+  // Every node's counters, and with `with_state` what each operator holds (which may walk
+  // the state: about once a second, not per batch).
+  std::vector<NodeMetrics> metrics(bool with_state = false) const;
 
 private:
   void run_from(std::size_t first_operator, const state::Batch& in, const Emit& emit, int input = 0);

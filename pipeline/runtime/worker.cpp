@@ -47,6 +47,8 @@ struct Halted {};
 
 constexpr auto kHeartbeatEvery = 1s;
 constexpr auto kProcessingTimeTick = 100ms;
+// Frames handled per turn of the input loop before control messages and timers get a look.
+constexpr int kFramesPerTurn = 64;
 
 class Worker {
 public:
@@ -93,8 +95,10 @@ public:
       if (router_) router_->send_end_of_input();
       log_.debug("{} finished: sent {} records in {} batches", chain_->label(), router_->records_sent(),
                  router_->batches_sent());
-      send(transport::ControlMessage{"FINISHED", {}}
-               .set("metrics", encode_metrics(chain_->metrics())));
+      transport::ControlMessage finished{"FINISHED", {}};
+      finished.set("metrics", encode_metrics(chain_->metrics(/*with_state=*/true)));
+      load(Clock::now()).write_to(finished);
+      send(finished);
       await_release();
       // The whole job has finished: only now is the last output published, so that a
       // restart before this point publishes nothing twice.
@@ -301,11 +305,15 @@ private:
       zmq::pollitem_t items[] = {{gate_->socket().handle(), 0, ZMQ_POLLIN, 0},
                                  {control_.handle(), 0, ZMQ_POLLIN, 0}};
       zmq::poll(items, 2, timeout);
+      idle_ += Clock::now() - now;
       if (items[1].revents & ZMQ_POLLIN) drain_control();
-      for (int k = 0; k < 64 && ended_channels_ < expected; ++k) {
+      int frames = 0;
+      for (; frames < kFramesPerTurn && ended_channels_ < expected; ++frames) {
         if (!aligner_->take_replay(message) && !gate_->try_receive(message)) break;
         handle_frame(std::move(message), expected);
       }
+      ++input_polls_;
+      if (frames == kFramesPerTurn) ++input_backlogged_; // more were waiting
       report_snapshots();
       now = Clock::now();
       tick_processing_time(now);
@@ -324,6 +332,7 @@ private:
     }
     std::string_view payload(static_cast<const char*>(message.data()) + transport::kFrameHeaderSize,
                              message.size() - transport::kFrameHeaderSize);
+    bytes_received_ += message.size();
     switch (header->kind) {
     case transport::FrameKind::EndOfInput: {
       ++ended_channels_;
@@ -346,6 +355,7 @@ private:
       if (!barrier) throw Error(ErrorKind::Internal, "received a malformed barrier frame");
       auto outcome = aligner_->on_barrier(header->channel, barrier->checkpoint_id);
       if (outcome == BarrierAligner::Outcome::Ignored) return;
+      if (!first_barrier_at_) first_barrier_at_ = Clock::now();
       aligning_barrier_ = *barrier;
       if (outcome == BarrierAligner::Outcome::Complete) complete_alignment();
       return;
@@ -395,6 +405,12 @@ private:
   // everything emitted before it.
   void take_checkpoint(const transport::BarrierPayload& barrier, bool pass_barrier_on = true) {
     auto start = Clock::now();
+    CheckpointTiming& timing = checkpoint_timing_[barrier.checkpoint_id];
+    timing.started = first_barrier_at_.value_or(start);
+    timing.alignment_ms = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(start - timing.started).count());
+    timing.metrics = encode_metrics(chain_->metrics());
+    first_barrier_at_.reset();
     SnapshotJob job;
     job.checkpoint_id = barrier.checkpoint_id;
     job.path = snapshot_dir(barrier) / task_snapshot_file(task_.chain, task_.subtask);
@@ -437,6 +453,7 @@ private:
     if (!snapshot_writer_) return;
     for (const auto& done : snapshot_writer_->take_completed()) {
       auto files = referenced_files_.extract(done.checkpoint_id);
+      auto timing = checkpoint_timing_.extract(done.checkpoint_id);
       if (!done.error.empty()) {
         send(transport::ControlMessage{"DECLINE", {}}
                  .set("checkpoint", std::to_string(done.checkpoint_id))
@@ -450,7 +467,13 @@ private:
                .set("spool_files", files ? encode_spool_files(files.mapped()) : std::string())
                .set("bytes", std::to_string(done.bytes))
                .set("raw_bytes", std::to_string(done.raw_bytes))
-               .set("write_ms", std::to_string(static_cast<long long>(done.seconds * 1000))));
+               .set("write_ms", std::to_string(static_cast<long long>(done.seconds * 1000)))
+               .set("metrics", timing ? timing.mapped().metrics : std::string())
+               .set("alignment_ms", timing ? std::to_string(timing.mapped().alignment_ms) : "0")
+               .set("duration_ms", timing ? std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                               Clock::now() - timing.mapped().started)
+                                                               .count())
+                                          : "0"));
     }
   }
 
@@ -479,6 +502,7 @@ private:
   }
 
   void advance_watermark(std::int64_t watermark) {
+    watermark_ = watermark;
     chain_->push_watermark(watermark, emitter());
     router_->send_watermark(watermark);
   }
@@ -505,7 +529,9 @@ private:
     auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(until_next_timer(now));
     if (fd < 0) timeout = std::min(timeout, longest);
     zmq::pollitem_t items[] = {{control_.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, fd, ZMQ_POLLIN, 0}};
+    auto start = Clock::now();
     zmq::poll(items, fd >= 0 ? 2 : 1, timeout);
+    idle_ += Clock::now() - start;
   }
 
   void wait_writable(zmq::socket_t& socket) {
@@ -521,10 +547,32 @@ private:
   void heartbeat(Clock::time_point now) {
     if (now - last_heartbeat_ < kHeartbeatEvery) return;
     last_heartbeat_ = now;
-    send(transport::ControlMessage{"HEARTBEAT", {}}
-             .set("metrics", encode_metrics(chain_->metrics()))
-             .set("backpressured_ms",
-                  std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(backpressured_).count())));
+    transport::ControlMessage beat{"HEARTBEAT", {}};
+    beat.set("metrics", encode_metrics(chain_->metrics(/*with_state=*/true)));
+    load(now).write_to(beat);
+    send(beat);
+  }
+
+  // Busy is what is neither idle nor backpressured, since the task's loop began.
+  TaskLoad load(Clock::time_point now) const {
+    auto ms = [](Clock::duration d) {
+      return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+    };
+    TaskLoad l;
+    l.idle_ms = ms(idle_);
+    l.backpressured_ms = ms(backpressured_);
+    std::uint64_t elapsed = ms(now - loop_started_);
+    l.busy_ms = elapsed > l.idle_ms + l.backpressured_ms ? elapsed - l.idle_ms - l.backpressured_ms : 0;
+    l.bytes_in = bytes_received_;
+    l.input_polls = input_polls_;
+    l.input_waiting = input_backlogged_;
+    if (router_) {
+      l.bytes_out = router_->bytes_sent();
+      l.output_sends = router_->batches_sent();
+      l.output_full = router_->sends_found_full();
+    }
+    l.watermark = watermark_;
+    return l;
   }
 
   void drain_control() {
@@ -610,7 +658,23 @@ private:
   int ended_channels_ = 0;
   Clock::time_point last_heartbeat_{};
   Clock::time_point next_tick_{};
+  // For TaskLoad: see load().
+  Clock::time_point loop_started_ = Clock::now();
+  Clock::duration idle_{};
   Clock::duration backpressured_{};
+  std::uint64_t bytes_received_ = 0;
+  std::uint64_t input_polls_ = 0;
+  std::uint64_t input_backlogged_ = 0;
+  std::optional<std::int64_t> watermark_;
+  // Per checkpoint until its ACK: when its barrier arrived (or was injected), how long the
+  // inputs took to align, and the chain's counters at the barrier, which the checkpoint covers.
+  struct CheckpointTiming {
+    Clock::time_point started;
+    std::uint64_t alignment_ms = 0;
+    std::string metrics;
+  };
+  std::map<std::uint64_t, CheckpointTiming> checkpoint_timing_;
+  std::optional<Clock::time_point> first_barrier_at_; // of the alignment in progress
 };
 
 } // namespace

@@ -89,6 +89,16 @@ std::map<std::string, int> WorkerPool::pids() const {
   return out;
 }
 
+void TaskRuntime::record_report(Clock::time_point now, std::vector<NodeMetrics> reported,
+                                const TaskLoad& reported_load) {
+  metrics = std::move(reported);
+  load = reported_load;
+  history.push_back(Report{now, metrics, load});
+  // A minute of reports for the 1-minute rates, and at least two for the latest interval.
+  constexpr auto kKept = std::chrono::seconds(61);
+  while (history.size() > 2 && now - history[1].at >= kKept) history.pop_front();
+}
+
 std::vector<std::vector<NodeMetrics>> WorkerPool::metrics() const {
   std::vector<std::vector<NodeMetrics>> out;
   for (const auto& t : tasks_)

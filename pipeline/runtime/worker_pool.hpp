@@ -7,6 +7,7 @@
 // Not thread-safe: used by the coordinator's thread only.
 
 #include <chrono>
+#include <deque>
 #include <cstddef>
 #include <filesystem>
 #include <map>
@@ -20,6 +21,8 @@
 #include "pipeline/runtime/control_channel.hpp"
 #include "pipeline/runtime/job_loader.hpp"
 #include "pipeline/runtime/launcher.hpp"
+#include "pipeline/runtime/job_metrics.hpp"
+#include "pipeline/runtime/metrics_view.hpp"
 #include "pipeline/runtime/task_chain.hpp"
 
 namespace streamctl::runtime {
@@ -38,7 +41,19 @@ struct TaskRuntime {
   bool ready = false;
   bool finished = false;
   Clock::time_point last_seen;
-  std::vector<NodeMetrics> metrics;
+  std::vector<NodeMetrics> metrics; // the latest report's (attempt counters)
+  TaskLoad load;                    // the latest report's
+  // The reports of about the last minute, oldest first, for rates (metrics_book.hpp).
+  struct Report {
+    Clock::time_point at;
+    std::vector<NodeMetrics> metrics;
+    TaskLoad load;
+  };
+  std::deque<Report> history;
+  CheckpointFigures last_checkpoint; // its part of the job's last completed checkpoint
+
+  // Keeps a report from a HEARTBEAT or FINISHED message.
+  void record_report(Clock::time_point now, std::vector<NodeMetrics> reported, const TaskLoad& reported_load);
 };
 
 // What every worker of one attempt is told on its command line.
