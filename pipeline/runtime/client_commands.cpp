@@ -24,6 +24,8 @@ void ClientCommands::handle(const std::string& identity, const transport::Contro
     const auto& latest = checkpoints_.latest_completed();
     answer.set("state", job_control_.state())
         .set("operators", status_json(job_, metrics_ ? metrics_() : JobMetrics{}))
+        .set("checkpoints_completed", std::to_string(checkpoints_.completed_count()))
+        .set("checkpoints_failed", std::to_string(checkpoints_.failed_count()))
         .set("last_checkpoint", latest ? latest->string() : "")
         .set("restarts", std::to_string(job_control_.restarts()));
   } else if (m.type == "STOP_JOB") {

@@ -131,6 +131,7 @@ public:
     // No worker is left to write into a checkpoint: one that failed leaves no chk-N behind.
     if (lock_) checkpoints_->prune();
     spool_janitor_->sweep_ended();
+    registration_->set_final_report(status_json(job_, current_metrics()), state_->failure());
     state_->record_end();
     return state_->outcome();
   }

@@ -55,6 +55,15 @@ std::optional<JobEntry> read_job(const std::filesystem::path& dir) {
       entry.tasks.push_back(JobTaskEntry{string_of(member(tasks->array[k], names.intern("task"))),
                                          string_of(member(tasks->array[k], names.intern("host"))),
                                          int_of(member(tasks->array[k], names.intern("pid")))});
+  if (const state::Value* f = member(job, names.intern("failure")); f && f->kind == state::Kind::Map)
+    entry.failure = FailureCause{string_of(member(*f, names.intern("node"))), string_of(member(*f, names.intern("task"))),
+                                 string_of(member(*f, names.intern("message"))), string_of(member(*f, names.intern("time")))};
+  if (std::ifstream operators(dir / "operators.json"); operators) {
+    std::ostringstream operators_text;
+    operators_text << operators.rdbuf();
+    entry.final_operators = operators_text.str();
+    while (!entry.final_operators.empty() && entry.final_operators.back() == '\n') entry.final_operators.pop_back();
+  }
   if (entry.id.empty()) return std::nullopt;
   if ((entry.state == "running" || entry.state == "restarting") && !process_alive(entry.coordinator_pid)) {
     entry.state = "failed";

@@ -3,8 +3,11 @@
 // see them: read from each STATE_DIR/jobs/ID/job.json (written by JobRegistration).
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "pipeline/runtime/metrics_view.hpp"
 
 namespace streamctl::runtime {
 
@@ -30,6 +33,10 @@ struct JobEntry {
   std::filesystem::path base_dir;  // the pipeline file's directory: relative paths resolve there
   std::vector<JobTaskEntry> tasks;
   std::filesystem::path dir;
+  // An ended job's: why it failed (job.json), and its operators' last figures as
+  // `status --json` shows them (operators.json; empty when the job left none).
+  std::optional<FailureCause> failure;
+  std::string final_operators;
 };
 
 // Whether a process of this pid exists (a dead worker's pid may be another process's later).

@@ -129,7 +129,12 @@ void JobRegistration::update(const std::string& state, const std::map<std::strin
                      ",\n  \"control\": " + json_string(control_endpoint_) +
                      ",\n  \"last_checkpoint\": " + json_string(last_checkpoint_) +
                      ",\n  \"pipeline_file\": " + json_string(pipeline_file_) +
-                     ",\n  \"base_dir\": " + json_string(base_dir_) + ",\n  \"tasks\": [";
+                     ",\n  \"base_dir\": " + json_string(base_dir_);
+  if (failure_)
+    json += ",\n  \"failure\": {\"node\": " + json_string(failure_->node) + ", \"task\": " +
+            json_string(failure_->task) + ", \"message\": " + json_string(failure_->message) +
+            ", \"time\": " + json_string(failure_->time) + "}";
+  json += ",\n  \"tasks\": [";
   bool first = true;
   for (const auto& [label, pid] : pids) {
     json += first ? "\n" : ",\n";
@@ -143,6 +148,14 @@ void JobRegistration::update(const std::string& state, const std::map<std::strin
   {
     std::ofstream out(temp);
     out << json;
+  }
+  if (!final_operators_.empty()) {
+    auto operators_temp = dir_ / "operators.json.tmp";
+    {
+      std::ofstream out(operators_temp);
+      out << final_operators_ << "\n";
+    }
+    std::filesystem::rename(operators_temp, dir_ / "operators.json");
   }
   std::filesystem::rename(temp, dir_ / "job.json");
   published_ = true;

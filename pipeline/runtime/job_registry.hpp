@@ -5,9 +5,11 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "pipeline/runtime/metrics_view.hpp"
 #include "pipeline/spec/pipeline_spec.hpp"
 
 namespace streamctl::runtime {
@@ -46,6 +48,13 @@ public:
   void set_last_checkpoint(std::string path) { last_checkpoint_ = std::move(path); }
   // Rewrites job.json atomically (temp file, rename). A pid of 0 is a worker that has exited.
   void update(const std::string& state, const std::map<std::string, int>& pids);
+  // What `status` shows of an ended job: its operators' last figures (status_json's array),
+  // written to operators.json, and for a failed job the cause, written into job.json. Set
+  // before the last update().
+  void set_final_report(std::string operators_json, std::optional<FailureCause> failure) {
+    final_operators_ = std::move(operators_json);
+    failure_ = std::move(failure);
+  }
   void remove_sockets() const;
   // Whether job.json has been written.
   bool published() const { return published_; }
@@ -65,6 +74,8 @@ private:
   std::string last_checkpoint_;
   std::string pipeline_file_;
   std::string base_dir_;
+  std::string final_operators_;
+  std::optional<FailureCause> failure_;
 };
 
 } // namespace streamctl::runtime

@@ -17,6 +17,7 @@
 
 #include <spdlog/logger.h>
 
+#include "pipeline/runtime/metrics_view.hpp"
 #include "pipeline/runtime/checkpoint_coordinator.hpp"
 #include "pipeline/runtime/checkpoint_settings.hpp"
 #include "pipeline/runtime/client_commands.hpp"
@@ -60,6 +61,8 @@ public:
   // Between attempts, after a failure: the restart's number (1 for the first), and why.
   int begin_restart();
   const std::string& last_failure() const { return last_failure_; }
+  // Why the job failed, for `status` (the latest failure since the last restart).
+  const std::optional<FailureCause>& failure() const { return failure_; }
   // Waiting out the restart delay, with no workers.
   void set_restarting(bool restarting) { restarting_ = restarting; }
   // After the delay: false when the job ended, or was stopped, meanwhile (there is nothing
@@ -106,6 +109,7 @@ private:
   bool restart_pending_ = false;
   bool restarting_ = false; // waiting out the restart delay, no workers
   std::string last_failure_;
+  std::optional<FailureCause> failure_;
   std::optional<LoadedJob> rescale_to_;
   std::string rescale_client_;
   Clock::time_point rescale_halted_{};
