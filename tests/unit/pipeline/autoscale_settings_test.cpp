@@ -10,14 +10,14 @@ namespace {
 runtime::LoadedJob load(const std::string& extra) {
   operators::Registry registry;
   operators::register_builtin_types(registry);
-  return runtime::load_job_text(R"(name = "a"
+  return runtime::load_job_text(R"toml(name = "a"
 max_parallelism = 64
 [sources.g]
 type = "generator"
 [sinks.out]
 type = "stdout"
 inputs = ["g"]
-)" + extra,
+)toml" + extra,
                                 "a.toml", std::filesystem::current_path(), {}, registry);
 }
 } // namespace
@@ -33,14 +33,14 @@ TEST_CASE("[autoscale] absent: disabled, with defaults bounded by the job", "[au
 }
 
 TEST_CASE("[autoscale] keys are read as written", "[autoscale]") {
-  auto s = runtime::autoscale_settings_of(load(R"([autoscale]
+  auto s = runtime::autoscale_settings_of(load(R"toml([autoscale]
 enabled = true
 min_parallelism = 2
 max_parallelism = 8
 interval = "10s"
 target_utilization = 0.5
 cooldown = "2m"
-)").spec);
+)toml").spec);
   CHECK(s.enabled);
   CHECK(s.min_parallelism == 2);
   CHECK(s.max_parallelism == 8);

@@ -56,27 +56,27 @@ std::string describe(const Ds2Decision& d) {
 // generator -> map -> window -> stdout, none fused: the map's `partition` and the window's
 // parallelism cut the chains.
 std::string linear(int map_parallelism, int window_parallelism, const std::string& rate) {
-  return R"(name = "ds2"
+  return R"toml(name = "ds2"
 [sources.g]
 type = "generator"
-)" + rate + R"(
+)toml" + rate + R"toml(
 [operators.m]
 type = "map"
 inputs = ["g"]
 partition = "rebalance"
-parallelism = )" + std::to_string(map_parallelism) + R"(
+parallelism = )toml" + std::to_string(map_parallelism) + R"toml(
 set = { x = "seq * 2" }
 [operators.w]
 type = "window"
 inputs = ["m"]
 key = ["x"]
-parallelism = )" + std::to_string(window_parallelism) + R"(
+parallelism = )toml" + std::to_string(window_parallelism) + R"toml(
 window = { kind = "tumbling", size = "1s" }
 aggregates = { n = "count()" }
 [sinks.out]
 type = "stdout"
 inputs = ["w"]
-)";
+)toml";
 }
 
 } // namespace
@@ -128,7 +128,7 @@ TEST_CASE("DS2: a job of the right size is left alone", "[ds2]") {
 
 TEST_CASE("DS2: selectivity scales what downstream must handle", "[ds2]") {
   auto text = [](const std::string& where) {
-    return R"(name = "ds2"
+    return R"toml(name = "ds2"
 [sources.g]
 type = "generator"
 rate = 4000
@@ -136,7 +136,7 @@ rate = 4000
 type = "filter"
 inputs = ["g"]
 partition = "rebalance"
-where = ")" + where + R"("
+where = ")toml" + where + R"toml("
 [operators.m]
 type = "map"
 inputs = ["f"]
@@ -147,7 +147,7 @@ type = "file"
 path = "out.jsonl"
 inputs = ["m"]
 partition = "rebalance"
-)";
+)toml";
   };
   auto decide = [&](double passed) {
     // The filter's expression does not matter: DS2 sees only what it was observed doing.
@@ -184,12 +184,15 @@ TEST_CASE("DS2: the optimum is clamped to [min_parallelism, max_parallelism]", "
   CHECK(row(d, "w").required.value() < 1);
   CHECK(row(d, "w").optimal == 2);
   CHECK(row(d, "w").reason.find("clamped to min_parallelism 2") != std::string::npos);
+  // The source makes 20000/s per busy second: 20000/s at 0.7 takes 1.43 of it, so it grows
+  // too, to the minimum of 2.
+  CHECK(row(d, "g").optimal == 2);
   // The stdout sink stays single-instance whatever min_parallelism says.
   CHECK(row(d, "out").optimal == 1);
 }
 
 TEST_CASE("DS2: a join's target input is the sum of both sides", "[ds2]") {
-  auto job = load(R"(name = "ds2"
+  auto job = load(R"toml(name = "ds2"
 [sources.a]
 type = "generator"
 rate = 1000
@@ -207,7 +210,7 @@ type = "file"
 path = "out.jsonl"
 inputs = ["j"]
 parallelism = 2
-)");
+)toml");
   std::vector<Ds2Observation> obs;
   observe(obs, "a", 1, 0, 500, 0.1);
   observe(obs, "b", 1, 0, 1500, 0.3);
@@ -309,11 +312,11 @@ TEST_CASE("DS2: no data, no decision", "[ds2]") {
 TEST_CASE("DS2: a fused chain gets one parallelism; its source only grows", "[ds2]") {
   // g -> f -> m fuse (forward, equal parallelism); the sink is its own chain.
   auto text = [](const std::string& rate) {
-    return R"(name = "ds2"
+    return R"toml(name = "ds2"
 parallelism = 2
 [sources.g]
 type = "generator"
-)" + rate + R"(
+)toml" + rate + R"toml(
 [operators.f]
 type = "filter"
 inputs = ["g"]
@@ -327,7 +330,7 @@ type = "file"
 path = "out.jsonl"
 inputs = ["m"]
 parallelism = 1
-)";
+)toml";
   };
   auto observations = [](double rate, double busy) {
     std::vector<Ds2Observation> obs;
@@ -379,7 +382,7 @@ parallelism = 1
 }
 
 TEST_CASE("DS2: a broadcast input loads every instance", "[ds2]") {
-  auto job = load(R"(name = "ds2"
+  auto job = load(R"toml(name = "ds2"
 [sources.big]
 type = "generator"
 rate = 2000
@@ -398,7 +401,7 @@ type = "file"
 path = "out.jsonl"
 inputs = ["j"]
 partition = "rebalance"
-)");
+)toml");
   bool broadcast = false;
   for (const auto& e : job.plan.edges)
     if (e.partition == pipeline::Partition::Broadcast) broadcast = true;
