@@ -32,9 +32,11 @@ inline AutoscaleSettings autoscale_settings_of(const pipeline::PipelineSpec& spe
   s.min_parallelism = static_cast<int>(table["min_parallelism"].value_or(std::int64_t{1}));
   s.max_parallelism =
       static_cast<int>(table["max_parallelism"].value_or(std::int64_t{spec.max_parallelism}));
-  s.interval = std::chrono::milliseconds(pipeline::duration_ms_or(table["interval"].node(), 30'000));
+  s.interval =
+      std::chrono::milliseconds(pipeline::duration_ms_or(table["interval"].node(), 30'000));
   s.target_utilization = table["target_utilization"].value_or(0.7);
-  s.cooldown = std::chrono::milliseconds(pipeline::duration_ms_or(table["cooldown"].node(), 60'000));
+  s.cooldown =
+      std::chrono::milliseconds(pipeline::duration_ms_or(table["cooldown"].node(), 60'000));
   return s;
 }
 

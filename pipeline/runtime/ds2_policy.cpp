@@ -37,7 +37,8 @@ std::vector<std::vector<Input>> inputs_of(const pipeline::PipelineSpec& spec,
   std::unordered_map<std::string, std::size_t> refs;
   for (std::size_t k = n; k-- > 0;)
     if (auto late = spec.nodes[k].config["late_output"].value<std::string>()) refs[*late] = k;
-  for (std::size_t k = n; k-- > 0;) refs[spec.nodes[k].name] = k;
+  for (std::size_t k = n; k-- > 0;)
+    refs[spec.nodes[k].name] = k;
   std::vector<std::vector<Input>> inputs(n);
   for (std::size_t k = 0; k < n; ++k)
     for (const auto& name : spec.nodes[k].inputs) {
@@ -79,6 +80,19 @@ std::optional<double> configured_source_rate(const pipeline::NodeSpec& node) {
   return std::nullopt;
 }
 
+std::string Ds2NodeDecision::summary() const {
+  auto rate = [](double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.0f/s", v);
+    return std::string(buf);
+  };
+  std::string line = node + ": " + std::to_string(current) + " -> " + std::to_string(optimal);
+  line += ", target in " + (target_in ? rate(*target_in) : std::string("unknown"));
+  line += ", true rate " + rate(true_in) + " per instance";
+  line += ", selectivity " + fixed2(selectivity);
+  return line + " (" + reason + ")";
+}
+
 std::vector<Ds2NodeDecision> Ds2Decision::changes() const {
   std::vector<Ds2NodeDecision> out;
   for (const auto& row : nodes)
@@ -88,7 +102,8 @@ std::vector<Ds2NodeDecision> Ds2Decision::changes() const {
 
 std::string Ds2Decision::rescale_request() const {
   std::string out;
-  for (const auto& row : changes()) out += row.node + "=" + std::to_string(row.optimal) + "\n";
+  for (const auto& row : changes())
+    out += row.node + "=" + std::to_string(row.optimal) + "\n";
   return out;
 }
 
@@ -99,7 +114,8 @@ Ds2Decision decide_ds2(const pipeline::PipelineSpec& spec, const pipeline::Physi
   const std::size_t n = spec.nodes.size();
   const double u = settings.target_utilization;
   std::unordered_map<std::string, std::size_t> index;
-  for (std::size_t k = 0; k < n; ++k) index[spec.nodes[k].name] = k;
+  for (std::size_t k = 0; k < n; ++k)
+    index[spec.nodes[k].name] = k;
 
   std::vector<std::map<int, Sums>> sums(n);
   for (const auto& o : observations) {
@@ -117,7 +133,8 @@ Ds2Decision decide_ds2(const pipeline::PipelineSpec& spec, const pipeline::Physi
   decision.nodes.resize(n);
   std::vector<int> chain_of(n, 0);
   for (const auto& chain : plan.chains)
-    for (std::size_t k : chain.nodes) chain_of[k] = chain.id;
+    for (std::size_t k : chain.nodes)
+      chain_of[k] = chain.id;
   for (std::size_t k = 0; k < n; ++k) {
     Ds2NodeDecision& row = decision.nodes[k];
     row.node = spec.nodes[k].name;
@@ -134,7 +151,8 @@ Ds2Decision decide_ds2(const pipeline::PipelineSpec& spec, const pipeline::Physi
   }
 
   auto source_rate = [&](std::size_t k) -> std::optional<double> {
-    if (auto it = source_rates.find(spec.nodes[k].name); it != source_rates.end()) return it->second;
+    if (auto it = source_rates.find(spec.nodes[k].name); it != source_rates.end())
+      return it->second;
     return configured_source_rate(spec.nodes[k]);
   };
 
@@ -143,7 +161,8 @@ Ds2Decision decide_ds2(const pipeline::PipelineSpec& spec, const pipeline::Physi
   for (const auto& chain : plan.chains) {
     // Nodes of a chain share the task's busy time; all report it, so take the largest sum.
     double busy = 0;
-    for (std::size_t k : chain.nodes) busy = std::max(busy, decision.nodes[k].busy);
+    for (std::size_t k : chain.nodes)
+      busy = std::max(busy, decision.nodes[k].busy);
 
     std::optional<double> chain_required;
     std::string chain_gap; // why a node could not be sized, for a chain that has no figure
@@ -233,7 +252,8 @@ Ds2Decision decide_ds2(const pipeline::PipelineSpec& spec, const pipeline::Physi
     int optimal = current;
     bool decided = false;
     std::string reason;
-    std::string label = chain.nodes.size() > 1 ? " (chain " + pipeline::chain_label(spec, chain) + ")" : "";
+    std::string label =
+        chain.nodes.size() > 1 ? " (chain " + pipeline::chain_label(spec, chain) + ")" : "";
     if (!pinned.empty()) {
       decided = true;
       reason = "'" + pinned + "' runs with parallelism 1 (single instance)" + label;
@@ -251,8 +271,12 @@ Ds2Decision decide_ds2(const pipeline::PipelineSpec& spec, const pipeline::Physi
       reason = "needs " + fixed2(x) + " instances at " + fixed2(u) + " utilization" + label;
       if (sized < current && has_source)
         reason += ": a source is not shrunk, kept";
+      else if (sized == current && std::ceil(x) > current)
+        reason += ": within 10% of the current capacity, kept";
+      else if (sized == current && std::ceil(x) < current)
+        reason += ": one instance fewer would leave less than 10% to spare, kept";
       else if (sized == current)
-        reason += std::ceil(x) == current ? ": kept" : ": within 10% of the current capacity, kept";
+        reason += ": kept";
       if (optimal > wanted)
         reason += ": clamped to min_parallelism " + std::to_string(optimal);
       else if (optimal < wanted)

@@ -68,10 +68,10 @@ namespace streamctl::runtime {
 struct Ds2Observation {
   std::string node;
   int subtask = 0;
-  double interval_s = 1;   // length of the window, seconds (> 0)
-  double records_in = 0;   // records the node read in the window (a source: 0)
-  double records_out = 0;  // records it passed on (a sink: 0)
-  double busy = 0;         // fraction of the window its task was busy, 0..1
+  double interval_s = 1;  // length of the window, seconds (> 0)
+  double records_in = 0;  // records the node read in the window (a source: 0)
+  double records_out = 0; // records it passed on (a sink: 0)
+  double busy = 0;        // fraction of the window its task was busy, 0..1
 };
 
 // The last heartbeat's view of a subtask: its per-second rates and busy fraction (the
@@ -82,21 +82,25 @@ Ds2Observation observation_of(const SubtaskMetrics& m);
 struct Ds2NodeDecision {
   std::string node;
   int chain = 0;
-  int current = 1;         // parallelism now
-  int optimal = 1;         // parallelism DS2 chose (== current when it kept it)
-  bool decided = false;    // false: not enough data; `reason` says what is missing
-  std::string reason;      // one line for logs: why `optimal` is what it is
+  int current = 1;      // parallelism now
+  int optimal = 1;      // parallelism DS2 chose (== current when it kept it)
+  bool decided = false; // false: not enough data; `reason` says what is missing
+  std::string reason;   // one line for logs: why `optimal` is what it is
 
   int subtasks_observed = 0;
-  double observed_in = 0;  // summed over subtasks
+  double observed_in = 0; // summed over subtasks
   double observed_out = 0;
-  double busy = 0;         // busy instances: sum of the task's busy fractions
-  double true_in = 0;      // per instance, per busy second
+  double busy = 0;    // busy instances: sum of the task's busy fractions
+  double true_in = 0; // per instance, per busy second
   double true_out = 0;
-  double selectivity = 0;  // observed_out / observed_in (a source: 1)
-  std::optional<double> target_in;  // unknown when an upstream's target output is
+  double selectivity = 0;          // observed_out / observed_in (a source: 1)
+  std::optional<double> target_in; // unknown when an upstream's target output is
   std::optional<double> target_out;
-  std::optional<double> required;   // instances, before rounding, hysteresis and clamping
+  std::optional<double> required; // instances, before rounding, hysteresis and clamping
+
+  // One line for the log of a decision: "m: 1 -> 3, target in 2000/s, true rate 1000/s per
+  // instance, selectivity 1.00 (needs 2.86 instances at 0.70 utilization)".
+  std::string summary() const;
 };
 
 struct Ds2Decision {

@@ -40,7 +40,8 @@ max_parallelism = 8
 interval = "10s"
 target_utilization = 0.5
 cooldown = "2m"
-)toml").spec);
+)toml")
+                                              .spec);
   CHECK(s.enabled);
   CHECK(s.min_parallelism == 2);
   CHECK(s.max_parallelism == 8);

@@ -32,8 +32,8 @@ runtime::AutoscaleSettings settings(int min = 1, int max = 8, double utilization
 
 // One second of a node's `parallelism` subtasks, sharing `in`/`out` records per second evenly,
 // each busy for `busy` of the second.
-void observe(std::vector<Ds2Observation>& out, const std::string& node, int parallelism,
-             double in, double out_rate, double busy) {
+void observe(std::vector<Ds2Observation>& out, const std::string& node, int parallelism, double in,
+             double out_rate, double busy) {
   for (int s = 0; s < parallelism; ++s)
     out.push_back(Ds2Observation{node, s, 1.0, in / parallelism, out_rate / parallelism, busy});
 }
@@ -48,8 +48,8 @@ const Ds2NodeDecision& row(const Ds2Decision& d, const std::string& node) {
 std::string describe(const Ds2Decision& d) {
   std::string text;
   for (const auto& r : d.nodes)
-    text += r.node + ": " + std::to_string(r.current) + " -> " + std::to_string(r.optimal) +
-            " (" + r.reason + ")\n";
+    text += r.node + ": " + std::to_string(r.current) + " -> " + std::to_string(r.optimal) + " (" +
+            r.reason + ")\n";
   return text;
 }
 
@@ -59,18 +59,21 @@ std::string linear(int map_parallelism, int window_parallelism, const std::strin
   return R"toml(name = "ds2"
 [sources.g]
 type = "generator"
-)toml" + rate + R"toml(
+)toml" + rate +
+         R"toml(
 [operators.m]
 type = "map"
 inputs = ["g"]
 partition = "rebalance"
-parallelism = )toml" + std::to_string(map_parallelism) + R"toml(
+parallelism = )toml" +
+         std::to_string(map_parallelism) + R"toml(
 set = { x = "seq * 2" }
 [operators.w]
 type = "window"
 inputs = ["m"]
 key = ["x"]
-parallelism = )toml" + std::to_string(window_parallelism) + R"toml(
+parallelism = )toml" +
+         std::to_string(window_parallelism) + R"toml(
 window = { kind = "tumbling", size = "1s" }
 aggregates = { n = "count()" }
 [sinks.out]
@@ -110,6 +113,8 @@ TEST_CASE("DS2: a linear job reaches every optimum in one decision", "[ds2]") {
   CHECK(changes[0].node == "m");
   CHECK(changes[1].node == "w");
   CHECK(d.rescale_request() == "m=3\nw=3\n");
+  CHECK(row(d, "m").summary() == "m: 1 -> 3, target in 2000/s, true rate 1000/s per instance, "
+                                 "selectivity 1.00 (needs 2.86 instances at 0.70 utilization)");
 }
 
 TEST_CASE("DS2: a job of the right size is left alone", "[ds2]") {
@@ -123,7 +128,8 @@ TEST_CASE("DS2: a job of the right size is left alone", "[ds2]") {
   INFO(describe(d));
   CHECK(d.changes().empty());
   CHECK(d.rescale_request().empty());
-  for (const auto& r : d.nodes) CHECK(r.decided);
+  for (const auto& r : d.nodes)
+    CHECK(r.decided);
 }
 
 TEST_CASE("DS2: selectivity scales what downstream must handle", "[ds2]") {
@@ -136,7 +142,8 @@ rate = 4000
 type = "filter"
 inputs = ["g"]
 partition = "rebalance"
-where = ")toml" + where + R"toml("
+where = ")toml" +
+           where + R"toml("
 [operators.m]
 type = "map"
 inputs = ["f"]
@@ -174,8 +181,8 @@ TEST_CASE("DS2: the optimum is clamped to [min_parallelism, max_parallelism]", "
   auto job = load(linear(2, 2, "rate = 20000"));
   std::vector<Ds2Observation> obs;
   observe(obs, "g", 1, 0, 2000, 0.1);
-  observe(obs, "m", 2, 2000, 2000, 1.0);  // 1000/s per busy second: needs 28.6
-  observe(obs, "w", 2, 2000, 10, 0.001);  // nearly idle: needs 0.02
+  observe(obs, "m", 2, 2000, 2000, 1.0); // 1000/s per busy second: needs 28.6
+  observe(obs, "w", 2, 2000, 10, 0.001); // nearly idle: needs 0.02
   observe(obs, "out", 1, 10, 0, 0.01);
   Ds2Decision d = runtime::decide_ds2(job.spec, job.plan, obs, settings(2, 8));
   INFO(describe(d));
@@ -219,24 +226,25 @@ parallelism = 2
   Ds2Decision d = runtime::decide_ds2(job.spec, job.plan, obs, settings());
   INFO(describe(d));
   CHECK(row(d, "j").target_in == Approx(4000));
-  CHECK(row(d, "j").optimal == 6); // 4000 / 700 = 5.71
+  CHECK(row(d, "j").optimal == 6);               // 4000 / 700 = 5.71
   CHECK(row(d, "j").target_out == Approx(1000)); // selectivity 0.25
   // The sink, fused with the join (forward, equal parallelism), takes its parallelism.
   CHECK(row(d, "out").target_in == Approx(1000));
   CHECK(row(d, "out").optimal == 6);
 }
 
-TEST_CASE("DS2: observations 10% either side of the right size do not flip the decision",
-          "[ds2]") {
+TEST_CASE("DS2: observations 10% either side of the right size do not flip the decision", "[ds2]") {
   // The map needs 2.5 instances of 1000/s at 0.7 for 1750/s; it has 3.
   auto job = load(linear(3, 2, ""));
   // Every corner of the noise, then random points inside it.
   std::vector<std::pair<double, double>> factors;
   for (double a : {0.9, 0.95, 1.0, 1.05, 1.1})
-    for (double b : {0.9, 0.95, 1.0, 1.05, 1.1}) factors.emplace_back(a, b);
+    for (double b : {0.9, 0.95, 1.0, 1.05, 1.1})
+      factors.emplace_back(a, b);
   std::mt19937 random(20181008);
   std::uniform_real_distribution<double> noise(0.9, 1.1);
-  for (int k = 0; k < 200; ++k) factors.emplace_back(noise(random), noise(random));
+  for (int k = 0; k < 200; ++k)
+    factors.emplace_back(noise(random), noise(random));
   bool outside_ceiling = false; // a sample that ceil(required) alone would have rescaled
   for (auto [rate_factor, true_rate_factor] : factors) {
     double rate = 1750 * rate_factor;
@@ -265,12 +273,18 @@ TEST_CASE("DS2: hysteresis still grows and shrinks beyond 10%", "[ds2]") {
     observe(obs, "m", 3, rate, rate, std::min(1.0, rate / 1000 / 3));
     observe(obs, "w", 2, rate, 10, 0.2);
     observe(obs, "out", 1, 10, 0, 0.01);
-    return row(runtime::decide_ds2(job.spec, job.plan, obs, settings()), "m").optimal;
+    return row(runtime::decide_ds2(job.spec, job.plan, obs, settings()), "m");
   };
-  CHECK(decide_for(2100) == 3); // needs 3.0
-  CHECK(decide_for(2400) == 4); // needs 3.43: more than 10% above 3
-  CHECK(decide_for(1300) == 3); // needs 1.86: 2 instances would leave less than 10% to spare
-  CHECK(decide_for(1000) == 2); // needs 1.43: 2 leave more than 10% to spare
+  CHECK(decide_for(2100).optimal == 3); // needs 3.0
+  CHECK(decide_for(2100).reason == "needs 3.00 instances at 0.70 utilization: kept");
+  CHECK(decide_for(2200).optimal == 3); // needs 3.14
+  CHECK(decide_for(2200).reason ==
+        "needs 3.14 instances at 0.70 utilization: within 10% of the current capacity, kept");
+  CHECK(decide_for(2400).optimal == 4); // needs 3.43: more than 10% above 3
+  CHECK(decide_for(1300).optimal == 3); // needs 1.86: 2 instances would leave less than 10% spare
+  CHECK(decide_for(1300).reason == "needs 1.86 instances at 0.70 utilization: one instance "
+                                   "fewer would leave less than 10% to spare, kept");
+  CHECK(decide_for(1000).optimal == 2); // needs 1.43: 2 leave more than 10% to spare
 }
 
 TEST_CASE("DS2: no data, no decision", "[ds2]") {
@@ -305,7 +319,8 @@ TEST_CASE("DS2: no data, no decision", "[ds2]") {
     observe(obs, "gone", 4, 100, 100, 1.0);
     Ds2Decision d = runtime::decide_ds2(job.spec, job.plan, obs, settings());
     CHECK(d.changes().empty());
-    for (const auto& r : d.nodes) CHECK(r.subtasks_observed == 0);
+    for (const auto& r : d.nodes)
+      CHECK(r.subtasks_observed == 0);
   }
 }
 
@@ -316,7 +331,8 @@ TEST_CASE("DS2: a fused chain gets one parallelism; its source only grows", "[ds
 parallelism = 2
 [sources.g]
 type = "generator"
-)toml" + rate + R"toml(
+)toml" + rate +
+           R"toml(
 [operators.f]
 type = "filter"
 inputs = ["g"]
@@ -344,8 +360,8 @@ parallelism = 1
     auto job = load(text("rate = 6000"));
     REQUIRE(pipeline::chain_label(job.spec, job.plan.chains[0]) == "g -> f -> m");
     // The chain does 2000/s with both tasks busy: 1000/s per busy second. 6000 / 700 = 8.6.
-    Ds2Decision d = runtime::decide_ds2(job.spec, job.plan, observations(2000, 1.0),
-                                        settings(1, 16));
+    Ds2Decision d =
+        runtime::decide_ds2(job.spec, job.plan, observations(2000, 1.0), settings(1, 16));
     INFO(describe(d));
     CHECK(row(d, "g").optimal == 9);
     CHECK(row(d, "f").optimal == 9);
