@@ -13,6 +13,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <time.h>
 
 namespace streamctl::pipeline::expr {
 
@@ -69,6 +70,8 @@ constexpr FunctionInfo function_table[] = {
     {"parse_time", Fn::ParseTime, 1, 2, {string_mask, string_mask}, int_mask, true, true},
     {"format_time", Fn::FormatTime, 1, 2, {number_mask, string_mask}, string_mask, true, true},
     {"regex_match", Fn::RegexMatch, 2, 2, {string_mask, string_mask}, bool_mask, true, true},
+    // Not pure: folding burn(100) at compile time would burn once instead of per record.
+    {"burn", Fn::Burn, 1, 1, {int_mask}, int_mask, true, false},
 };
 
 // A call's text for messages, shortened: an expression may be long.
@@ -1011,6 +1014,29 @@ bool equal_values(const Value& a, const Value& b, int depth) {
   }
 }
 
+namespace {
+volatile std::uint64_t burn_sink = 0;
+} // namespace
+
+void burn_cpu(std::int64_t micros) {
+  // The thread's CPU clock, not the wall clock: a test of load handling wants `micros` of
+  // work per record, which a wall-clock spin would shorten whenever the thread is preempted.
+  auto cpu_ns = [] {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+  };
+  // Reading that clock is a system call: between reads, about a microsecond of arithmetic,
+  // so that the time burnt is mostly the caller's own (user) time, as real work would be.
+  const std::int64_t until = cpu_ns() + micros * 1000;
+  std::uint64_t x = static_cast<std::uint64_t>(micros);
+  while (cpu_ns() < until) {
+    for (int k = 0; k < 1024; ++k)
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    burn_sink = x; // kept, so the loop is not optimised away
+  }
+}
+
 bool call_function(const Node& call, const Value* args, std::uint32_t n, Env& env, Value& out) {
   switch (call.fn->fn) {
   case Fn::If: return fail_in(env, call, "internal: if() reached call_function");
@@ -1158,6 +1184,16 @@ bool call_function(const Node& call, const Value* args, std::uint32_t n, Env& en
     return true;
   }
   case Fn::RegexMatch: return fn_regex(call, args, env, out);
+  case Fn::Burn: {
+    std::int64_t micros = args[0].i;
+    if (micros < 0 || micros > max_burn_micros)
+      return fail_in(env, call,
+                     "burn: micros must be from 0 to " + std::to_string(max_burn_micros) +
+                         ", got " + std::to_string(micros));
+    burn_cpu(micros);
+    out = args[0];
+    return true;
+  }
   }
   return fail_in(env, call, "internal: unknown function " + std::string(call.fn->name));
 }

@@ -38,6 +38,7 @@ enum class Fn : std::uint8_t {
   ParseTime,
   FormatTime,
   RegexMatch,
+  Burn, // testing aid: spins the CPU (see call_function)
 };
 
 constexpr std::uint8_t variadic = 255;
@@ -67,6 +68,12 @@ void prepare_call(Node& call);
 // Runs the function on evaluated arguments (none null if nulls_propagate; kinds as declared).
 bool call_function(const Node& call, const state::Value* args, std::uint32_t n, Env& env,
                    state::Value& out);
+
+// burn(micros), for testing load handling: spins for `micros` microseconds of the calling
+// thread's CPU time and returns `micros`. At most one second a call, so that a typo cannot
+// stall a worker for hours.
+inline constexpr std::int64_t max_burn_micros = 1'000'000;
+void burn_cpu(std::int64_t micros);
 
 // Sets env.ctx.error and returns false, so that `return fail(env, ...)` reads naturally.
 bool fail(Env& env, std::string message);

@@ -1,5 +1,7 @@
 #include "pipeline/spec/top_level_schema.hpp"
 
+#include "pipeline/spec/autoscale_check.hpp"
+
 #include <algorithm>
 #include <vector>
 
@@ -39,6 +41,18 @@ const std::vector<KeySchema>& restart_keys() {
   return keys;
 }
 
+const std::vector<KeySchema>& autoscale_keys() {
+  static const std::vector<KeySchema> keys = {
+      key("enabled", KeyType::Bool),
+      key("min_parallelism", KeyType::Int),
+      key("max_parallelism", KeyType::Int),
+      key("interval", KeyType::Duration),
+      key("target_utilization", KeyType::Float),
+      key("cooldown", KeyType::Duration),
+  };
+  return keys;
+}
+
 // Every top-level key, in the order messages list them. `hosts`, `test`, `sources`,
 // `operators` and `sinks` are only type-checked here.
 const std::vector<KeySchema>& top_level_keys() {
@@ -53,6 +67,7 @@ const std::vector<KeySchema>& top_level_keys() {
       key("restart", KeyType::Table, {}, restart_keys()),
       key("cluster", KeyType::Table),
       key("metrics", KeyType::Table, {}, {key("listen", KeyType::String)}),
+      key("autoscale", KeyType::Table, {}, autoscale_keys()),
       key("sources", KeyType::Table),
       key("operators", KeyType::Table),
       key("sinks", KeyType::Table),
@@ -134,6 +149,8 @@ TopLevel check_top_level(Checker& c, const toml::table& root) {
     check_min(c, *t, "retain", "checkpoint.retain", 1);
   if (auto t = root.get_as<toml::table>("restart"))
     check_min(c, *t, "max_attempts", "restart.max_attempts", 0);
+  if (auto t = root.get_as<toml::table>("autoscale"))
+    check_autoscale(c, *t, top.max_parallelism, top.max_parallelism_valid);
   if (auto v = root.get("cluster"); v && !v->is_table())
     c.type_error(*v, "cluster", "table");
   top.cluster = check_cluster(c, root.get_as<toml::table>("cluster"));

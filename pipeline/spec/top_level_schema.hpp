@@ -1,6 +1,7 @@
 #pragma once
 // The keys of a pipeline file outside its nodes and tests (SPEC §3, §9): name, parallelism,
-// max_parallelism, buffer_timeout, batch_size, [checkpoint], [restart], [cluster], [metrics].
+// max_parallelism, buffer_timeout, batch_size, [checkpoint], [restart], [cluster], [metrics],
+// [autoscale].
 // Internal to the pipeline spec.
 
 #include <cstddef>

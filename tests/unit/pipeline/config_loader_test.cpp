@@ -332,7 +332,7 @@ TEST_CASE("an unknown top-level key suggests the closest or lists the valid ones
   CHECK_DIAG(r, "p.toml:2:1",
              "unknown key 'zzz' at the top level; valid keys: name, parallelism, max_parallelism, "
              "buffer_timeout, batch_size, projection, checkpoint, restart, cluster, metrics, "
-             "sources, operators, sinks, test");
+             "autoscale, sources, operators, sinks, test");
 }
 
 TEST_CASE("checkpoint, restart and metrics tables are checked", "[config]") {
@@ -359,6 +359,66 @@ listen = 9250
   CHECK_DIAG(r, "p.toml:20:16", "'restart.max_attempts' must be an integer, got string");
   CHECK_DIAG(r, "p.toml:22:10", "'metrics.listen' must be a string, got integer");
   CHECK(r.diagnostics.size() == 8);
+}
+
+TEST_CASE("an [autoscale] table with every key is valid", "[config]") {
+  auto r = load("max_parallelism = 16\n" + valid_head + R"toml([autoscale]
+enabled = true
+min_parallelism = 1
+max_parallelism = 8
+interval = "30s"
+target_utilization = 0.7
+cooldown = "60s"
+)toml");
+  INFO(all(r));
+  CHECK(r.diagnostics.empty());
+  r = load(valid_head + "[autoscale]\ntarget_utilization = 1\nmax_parallelism = 128\n");
+  INFO(all(r));
+  CHECK(r.diagnostics.empty());
+}
+
+TEST_CASE("[autoscale] bounds are checked at their position", "[config]") {
+  auto r = load("max_parallelism = 16\n" + valid_head + R"toml([autoscale]
+min_parallelism = 6
+max_parallelism = 4
+target_utilization = 1.5
+interval = "0s"
+cooldown = 0
+enabled = "yes"
+)toml");
+  CHECK_DIAG(r, "p.toml:14:19", "'autoscale.min_parallelism' (6) is above 'autoscale.max_parallelism' (4)");
+  CHECK_DIAG(r, "p.toml:16:22",
+             "'autoscale.target_utilization' must be above 0 and at most 1 (the busy fraction to "
+             "size for, like 0.7), got 1.5");
+  CHECK_DIAG(r, "p.toml:17:12", "'autoscale.interval' must be a positive duration, like \"30s\"; got '0s'");
+  CHECK_DIAG(r, "p.toml:18:12", "'autoscale.cooldown' must be a positive duration, like \"30s\"; got 0");
+  CHECK_DIAG(r, "p.toml:19:11", "'autoscale.enabled' must be a boolean, got string");
+  CHECK(r.diagnostics.size() == 5);
+
+  r = load("max_parallelism = 16\n" + valid_head + R"toml([autoscale]
+max_parallelism = 32
+min_parallelism = 0
+target_utilization = 0
+interval = "-5s"
+mode = "ds2"
+)toml");
+  CHECK_DIAG(r, "p.toml:14:19",
+             "'autoscale.max_parallelism' (32) is above the job's max_parallelism (16): rescale "
+             "cannot go past the number of key groups");
+  CHECK_DIAG(r, "p.toml:15:19", "'autoscale.min_parallelism' must be at least 1, got 0");
+  CHECK_DIAG(r, "p.toml:16:22", "'autoscale.target_utilization' must be above 0 and at most 1");
+  CHECK_DIAG(r, "p.toml:17:12", "bad duration '-5s'");
+  CHECK_DIAG(r, "p.toml:18:1", "unknown key 'mode' in [autoscale]");
+  CHECK(r.diagnostics.size() == 5);
+
+  // Without its own max, the autoscaler's bound is the job's max_parallelism.
+  r = load("max_parallelism = 4\n" + valid_head + "[autoscale]\nmin_parallelism = 5\n");
+  CHECK_DIAG(r, "p.toml:14:19", "'autoscale.min_parallelism' (5) is above the job's max_parallelism (4)");
+  CHECK(r.diagnostics.size() == 1);
+
+  // --set overrides are checked like the file, at their own position.
+  r = load(valid_head, {"autoscale.target_utilization=0"});
+  CHECK_DIAG(r, "<--set>:1:30", "'autoscale.target_utilization' must be above 0");
 }
 
 TEST_CASE("a checkpoint interval of 0 turns checkpoints off and is valid", "[config]") {

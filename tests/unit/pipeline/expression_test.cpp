@@ -4,6 +4,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <time.h>
 #include <vector>
 
 #include "pipeline/spec/expression.hpp"
@@ -931,4 +932,39 @@ TEST_CASE("random garbage compiles or throws ExpressionError, and never crashes 
     }
   }
   CHECK(compiled > 100); // the generator does produce valid expressions too
+}
+
+namespace {
+std::int64_t thread_cpu_micros() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<std::int64_t>(t.tv_sec) * 1'000'000 + t.tv_nsec / 1000;
+}
+} // namespace
+
+TEST_CASE("burn(micros) spends about that much CPU time per call and returns its argument",
+          "[expression]") {
+  Env env;
+  // Compiled once and evaluated per record, as a filter would: a literal argument must not be
+  // folded into one burn at compile time.
+  Expression e = Expression::compile("burn(20000) == 20000", env.names);
+  std::int64_t before = thread_cpu_micros();
+  for (int k = 0; k < 5; ++k) {
+    Value out;
+    REQUIRE(e.eval(env.record, env.ctx, out));
+    CHECK(out.kind == Kind::Bool);
+    CHECK(out.b);
+  }
+  std::int64_t spent = thread_cpu_micros() - before;
+  // 5 x 20 ms asked; the loop overshoots by at most one clock read per call. The upper bound is
+  // loose for slow machines and sanitizers.
+  CHECK(spent >= 100'000);
+  CHECK(spent < 300'000);
+
+  CHECK(env.i("burn(0)") == 0);
+  CHECK(env.null("burn(nothing)"));
+  CHECK(env.error("burn(-1)") == "burn: micros must be from 0 to 1000000, got -1 in 'burn(-1)'");
+  CHECK(env.error("burn(1000001)") ==
+        "burn: micros must be from 0 to 1000000, got 1000001 in 'burn(1000001)'");
+  CHECK(compile_error("burn(\"x\")").message.find("burn") != std::string::npos);
 }
