@@ -56,20 +56,29 @@ void add_status_command(CLI::App& app, Context& ctx) {
   cmd->callback([&ctx, job, json] {
     ctx.configure_logging("streamctl");
     runtime::JobEntry entry = runtime::find_job(ctx.state_dir(), *job);
-    std::string operators = "[]";
+    // An ended job shows its operators' last figures (operators.json), if it left them.
+    std::string operators = entry.final_operators.empty() ? "[]" : entry.final_operators;
     std::string state = entry.state;
     std::string last_checkpoint = entry.last_checkpoint;
+    std::string job_figures; // of a running job: restarts and checkpoint counts
     if (entry.state == "running") {
       auto reply = runtime::ask_job(entry, transport::ControlMessage{"STATUS", {}});
       operators = reply.get("operators");
       state = reply.get("state");
       last_checkpoint = reply.get("last_checkpoint");
+      for (const char* key : {"restarts", "checkpoints_completed", "checkpoints_failed"})
+        job_figures += std::string(",\"") + key + "\":" + std::to_string(reply.get_int(key, 0));
     }
+    std::string failure;
+    if (entry.failure)
+      failure = ",\"failure\":{\"node\":" + json_string(entry.failure->node) + ",\"task\":" +
+                json_string(entry.failure->task) + ",\"message\":" + json_string(entry.failure->message) +
+                ",\"time\":" + json_string(entry.failure->time) + "}";
     if (*json) {
       std::cout << "{\"id\":" << json_string(entry.id) << ",\"name\":" << json_string(entry.name)
                 << ",\"state\":" << json_string(state) << ",\"started\":" << json_string(entry.started)
                 << ",\"updated\":" << json_string(entry.updated) << ",\"coordinator_pid\":" << entry.coordinator_pid
-                << ",\"last_checkpoint\":" << json_string(last_checkpoint)
+                << ",\"last_checkpoint\":" << json_string(last_checkpoint) << job_figures << failure
                 << ",\"operators\":" << operators << "}\n";
     } else {
       std::cout << "job " << entry.id << " (" << entry.name << "): " << state

@@ -120,7 +120,7 @@ void CheckpointCoordinator::on_ack(std::size_t task, const transport::ControlMes
   f.parallelism = chain.parallelism;
   f.bytes = static_cast<std::uint64_t>(m.get_int("bytes", 0));
   f.spool_files = decode_spool_files(m.get("spool_files"));
-  f.counts = m.get("metrics");
+  f.counts = counts_of_task_ ? counts_of_task_(t, m.get("metrics")) : m.get("metrics");
   pending_->figures[task] = CheckpointFigures{pending_->id, static_cast<std::uint64_t>(m.get_int("duration_ms", 0)),
                                               static_cast<std::uint64_t>(m.get_int("alignment_ms", 0)), f.bytes};
   pending_->files[task] = std::move(f);

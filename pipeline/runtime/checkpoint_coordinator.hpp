@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -96,6 +97,11 @@ public:
   // --savepoint-on-exit: once every source has read all its input, a savepoint ends the run.
   void on_source_exhausted();
 
+  // Makes a task's counters at the barrier (its ACK's) what _metadata keeps (MetricsBook::
+  // checkpoint_counts); unset: kept as the ACK says.
+  using CountsOfTask = std::function<std::string(const TaskRuntime&, std::string_view)>;
+  void set_counts_of_task(CountsOfTask counts) { counts_of_task_ = std::move(counts); }
+
   bool pending() const { return pending_.has_value(); }
   // The checkpoint or savepoint being taken now and its directory, if any: where the
   // workers' snapshot files go (snapshot_receiver.hpp, when they come over the control link).
@@ -148,6 +154,7 @@ private:
   std::optional<std::filesystem::path> latest_completed_;
   std::filesystem::path restored_from_; // of the running attempt
   std::size_t exhausted_sources_ = 0;
+  CountsOfTask counts_of_task_;
   std::uint64_t completed_count_ = 0;
   std::uint64_t failed_count_ = 0;
   Clock::time_point next_trigger_{};

@@ -107,6 +107,9 @@ public:
     // The workers send their snapshot files here (snapshot_receiver.hpp).
     if (snapshots_on_coordinator()) uploads_ = std::make_unique<SnapshotReceiver>(log_);
     commands_->set_metrics([this] { return current_metrics(); });
+    checkpoints_->set_counts_of_task([this](const TaskRuntime& t, std::string_view counts) {
+      return metrics_book_.checkpoint_counts(t.task->subtask, counts);
+    });
     commands_->set_placement_check([this](const LoadedJob& next) -> std::optional<std::string> {
       if (hosts_.empty()) return std::nullopt;
       try {

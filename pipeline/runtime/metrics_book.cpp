@@ -67,6 +67,16 @@ const NodeMetrics* MetricsBook::carried(const std::string& node, int subtask) co
   return it == carried_.end() ? nullptr : &it->second;
 }
 
+std::string MetricsBook::checkpoint_counts(int subtask, std::string_view attempt_counts) const {
+  auto counts = decode_metrics(attempt_counts);
+  for (auto& m : counts) {
+    if (const NodeMetrics* base = carried(m.node, subtask)) add_counts(m, *base);
+    // State figures are of the moment, not the checkpoint's concern.
+    m.state_entries = m.state_bytes = 0;
+  }
+  return encode_metrics(counts);
+}
+
 std::vector<std::vector<NodeMetrics>> MetricsBook::totals(const LoadedJob& job, const std::vector<TaskRuntime>& tasks) const {
   std::vector<std::vector<NodeMetrics>> out;
   for (const auto& t : tasks) {

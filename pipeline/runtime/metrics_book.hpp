@@ -46,6 +46,11 @@ public:
   // carried counts added.
   std::vector<std::vector<NodeMetrics>> totals(const LoadedJob& job, const std::vector<TaskRuntime>& tasks) const;
 
+  // A task's counters at a checkpoint's barrier (as its ACK says, counted since its attempt
+  // began) made job totals by adding what the attempt carried: what _metadata's `counts`
+  // keeps, so that the next restore carries on from there.
+  std::string checkpoint_counts(int subtask, std::string_view attempt_counts) const;
+
   // Everything `status`, `top` and /metrics show. `now_ms`: the wall clock, for watermark lag.
   JobMetrics view(const LoadedJob& job, const std::vector<TaskRuntime>& tasks, const JobFacts& facts,
                   Clock::time_point now, std::int64_t now_ms) const;

@@ -135,6 +135,13 @@ TEST_CASE("counters carry on from the restored checkpoint of the same job, at an
       for (const auto& n : task)
         if (n.node == "g") read += n.records_out;
     CHECK(read == 307);
+    // The next checkpoint keeps job totals, so that a second restart carries on from them
+    // (a run once lost what the first attempt had counted).
+    auto kept = decode_metrics(book.checkpoint_counts(1, encode_metrics({{"g", 0, 7, 0}, {"a", 7, 7, 0}})));
+    REQUIRE(kept.size() == 2);
+    CHECK(kept[0].records_out == 207);
+    CHECK(kept[1].records_in == 207);
+    CHECK(kept[1].bad_records == 1);
   }
   SECTION("rescaled to 1: the node's total is kept") {
     auto job = load(1);
