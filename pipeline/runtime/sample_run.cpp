@@ -16,7 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // A TOML basic string: overrides parse their value as TOML first.
-std::string quoted(std::string_view text) {
+std::string toml_string(std::string_view text) {
   std::string out = "\"";
   for (char c : text) {
     if (c == '"' || c == '\\') out += '\\';
@@ -35,7 +35,7 @@ const char* group_of(pipeline::NodeRole role) {
 }
 
 std::string key_of(const pipeline::NodeSpec& node, const char* key) {
-  return std::string(group_of(node.role)) + "." + quoted(node.name) + "." + key;
+  return std::string(group_of(node.role)) + "." + toml_string(node.name) + "." + key;
 }
 
 // A readable regular file (or a pipe or device: anything but a directory), checked by opening it.
@@ -65,18 +65,21 @@ void check_sources(const pipeline::PipelineSpec& spec) {
 std::vector<std::string> sample_overrides(const LoadedJob& job, const fs::path& sample, const fs::path& dir) {
   std::vector<std::string> out = job.overrides;
   out.push_back("parallelism=1");
+  // Whole records everywhere: "did you mean" suggests from the fields that records had, and
+  // projection would keep only those that something reads.
+  out.push_back("projection=false");
   if (job.spec.root.contains("checkpoint")) out.push_back("checkpoint.interval=0");
   bool first_source = true;
   for (const auto& node : job.spec.nodes) {
     if (node.parallelism > 0) out.push_back(key_of(node, "parallelism") + "=1");
     if (node.config.contains("dead_letter"))
-      out.push_back(key_of(node, "dead_letter") + "=" + quoted((dir / (node.name + ".dead_letter.jsonl")).string()));
+      out.push_back(key_of(node, "dead_letter") + "=" + toml_string((dir / (node.name + ".dead_letter.jsonl")).string()));
     if (node.role == pipeline::NodeRole::Source) {
-      out.push_back(key_of(node, "path") + "=" + quoted(first_source ? sample.string() : (dir / "empty").string()));
+      out.push_back(key_of(node, "path") + "=" + toml_string(first_source ? sample.string() : (dir / "empty").string()));
       first_source = false;
     } else if (node.role == pipeline::NodeRole::Sink) {
       if (node.type != "file") out.push_back(key_of(node, "type") + "=\"file\"");
-      out.push_back(key_of(node, "path") + "=" + quoted((dir / "out" / node.name).string()));
+      out.push_back(key_of(node, "path") + "=" + toml_string((dir / "out" / node.name).string()));
     }
   }
   return out;

@@ -9,7 +9,8 @@
 //   - every other source reads an empty file;
 //   - every sink becomes a file sink into a temporary directory, removed after (so nothing is
 //     written where the pipeline writes, and nothing to stdout); dead letters go there too;
-//   - every node runs at parallelism 1, with no checkpoints, on this host whatever [cluster] says.
+//   - every node runs at parallelism 1, with no checkpoints, on this host whatever [cluster] says;
+//   - projection is off, so that suggestions for a missing field come from whole records.
 // Only file sources can be redirected: a stdin or generator source has no path to replace.
 
 #include <filesystem>

@@ -10,15 +10,16 @@ using runtime::FieldPresenceReport;
 
 namespace {
 
-// File sources (loading checks that their path names a readable file; it is never read here), a filter reading `where`'s fields, a keyed
-// window on `key`, and a join of the filter with a second source on `user`.
+// Two sources (never read here: the test hands the operators its own records), a filter
+// reading `where`'s fields, a keyed window on `key`, and a join of the filter with the second
+// source, `user` on the left and `id` on the right.
 const std::string pipeline_text = R"toml(name = "p"
 [sources.clicks]
-type = "file"
-path = "/dev/null"
+type = "generator"
+profile = "clicks"
 [sources.users]
-type = "file"
-path = "/dev/null"
+type = "generator"
+profile = "clicks"
 [operators.ok]
 type = "filter"
 inputs = ["clicks"]
