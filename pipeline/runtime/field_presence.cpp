@@ -11,7 +11,8 @@ namespace streamctl::runtime {
 
 namespace {
 
-const pipeline::NodeTypeSchema* operator_schema(const operators::Registry& registry, const std::string& type) {
+const pipeline::NodeTypeSchema* operator_schema(const operators::Registry& registry,
+                                                const std::string& type) {
   for (const auto& schema : registry.operator_schemas())
     if (schema.type == type) return &schema;
   return nullptr;
@@ -19,12 +20,15 @@ const pipeline::NodeTypeSchema* operator_schema(const operators::Registry& regis
 
 // The top-level fields `node` reads itself of each input: its read_fields with nothing read
 // after it. A map may read what an earlier `set` of its own assigns: those are left out.
-std::vector<pipeline::FieldSet> own_reads(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
+std::vector<pipeline::FieldSet> own_reads(const pipeline::PipelineSpec& spec,
+                                          const pipeline::NodeSpec& node,
                                           const pipeline::NodeTypeSchema& schema) {
-  auto reads = schema.read_fields(spec, node, pipeline::FieldSet::none(), pipeline::FieldSet::none());
+  auto reads =
+      schema.read_fields(spec, node, pipeline::FieldSet::none(), pipeline::FieldSet::none());
   if (const auto* sets = node.config["set"].as_table())
     for (auto& input : reads)
-      for (const auto& [name, value] : *sets) input.names.erase(std::string(name.str()));
+      for (const auto& [name, value] : *sets)
+        input.names.erase(std::string(name.str()));
   return reads;
 }
 
@@ -108,7 +112,8 @@ std::string nearest(const std::string& name, const std::set<std::string>& candid
 
 } // namespace
 
-FieldPresence::FieldPresence(const pipeline::PipelineSpec& spec, const std::vector<std::size_t>& chain_nodes,
+FieldPresence::FieldPresence(const pipeline::PipelineSpec& spec,
+                             const std::vector<std::size_t>& chain_nodes,
                              const operators::Registry& registry, state::FieldNames& names)
     : spec_(&spec), names_(&names) {
   for (std::size_t index : chain_nodes) {
@@ -155,9 +160,11 @@ std::vector<FieldPresenceReport> FieldPresence::reports() const {
     for (std::size_t input = 0; input < inputs.size(); ++input) {
       const Watch& w = inputs[input];
       if (w.fields.empty() || w.checked == 0) continue;
-      FieldPresenceReport r{spec_->nodes[w.node].name, static_cast<std::uint32_t>(input), w.checked, {}, {}};
+      FieldPresenceReport r{
+          spec_->nodes[w.node].name, static_cast<std::uint32_t>(input), w.checked, {}, {}};
       for (std::size_t k = 0; k < w.fields.size(); ++k)
-        if ((w.seen & (std::uint64_t{1} << k)) == 0) r.unseen.emplace_back(names_->name(w.fields[k]));
+        if ((w.seen & (std::uint64_t{1} << k)) == 0)
+          r.unseen.emplace_back(names_->name(w.fields[k]));
       if (!r.unseen.empty())
         for (std::size_t id = 0; id < w.had.size(); ++id)
           if (w.had[id]) r.had.emplace_back(names_->name(static_cast<state::FieldId>(id)));
@@ -186,7 +193,8 @@ std::vector<FieldPresenceReport> decode_field_presence(std::string_view text) {
     auto parts = split(line, '\t');
     FieldPresenceReport r;
     if (parts.size() == 5 && unescape(parts[0], r.node) && parse_number(parts[1], r.input) &&
-        parse_number(parts[2], r.checked) && parse_list(parts[3], r.unseen) && parse_list(parts[4], r.had))
+        parse_number(parts[2], r.checked) && parse_list(parts[3], r.unseen) &&
+        parse_list(parts[4], r.had))
       out.push_back(std::move(r));
   }
   return out;
@@ -196,7 +204,7 @@ std::vector<std::string> describe_unseen_fields(const pipeline::PipelineSpec& sp
                                                 const std::vector<FieldPresenceReport>& reports) {
   struct Joined {
     std::uint64_t checked = 0;
-    bool all_read = true;                // no subtask stopped looking before its input ended
+    bool all_read = true;                      // no subtask stopped looking before its input ended
     std::map<std::string, std::size_t> unseen; // field -> subtasks that did not see it
     std::size_t subtasks = 0;
     std::set<std::string> had;
@@ -208,7 +216,8 @@ std::vector<std::string> describe_unseen_fields(const pipeline::PipelineSpec& sp
     j.checked += r.checked;
     j.all_read = j.all_read && r.checked < kFieldPresenceRecords;
     ++j.subtasks;
-    for (const auto& f : r.unseen) ++j.unseen[f];
+    for (const auto& f : r.unseen)
+      ++j.unseen[f];
     j.had.insert(r.had.begin(), r.had.end());
   }
   std::vector<std::string> lines;
@@ -220,12 +229,13 @@ std::vector<std::string> describe_unseen_fields(const pipeline::PipelineSpec& sp
       for (const auto& [field, subtasks] : j.unseen) {
         if (subtasks != j.subtasks) continue; // some subtask saw it
         std::string suggestion = nearest(field, j.had);
-        lines.push_back(pipeline::position_of(spec, node, "") + ": " + node.type + " '" + node.name +
-                        "' reads field '" + field + "'" +
-                        (node.inputs.size() > 1 ? " of input '" + node.inputs[input] + "'" : std::string()) +
-                        ", which none of the " + (j.all_read ? "" : "first ") + std::to_string(j.checked) +
-                        " records it read had" +
-                        (suggestion.empty() ? std::string() : " (did you mean '" + suggestion + "'?)"));
+        lines.push_back(
+            pipeline::position_of(spec, node, "") + ": " + node.type + " '" + node.name +
+            "' reads field '" + field + "'" +
+            (node.inputs.size() > 1 ? " of input '" + node.inputs[input] + "'" : std::string()) +
+            ", which none of the " + (j.all_read ? "" : "first ") + std::to_string(j.checked) +
+            " records it read had" +
+            (suggestion.empty() ? std::string() : " (did you mean '" + suggestion + "'?)"));
       }
     }
   return lines;

@@ -33,10 +33,10 @@ inline constexpr std::uint64_t kFieldPresenceRecords = 1024;
 // What one operator subtask found of one of its inputs.
 struct FieldPresenceReport {
   std::string node;
-  std::uint32_t input = 0;          // the node's input number (a join has two)
-  std::uint64_t checked = 0;        // records looked at: at most kFieldPresenceRecords
-  std::vector<std::string> unseen;  // read fields that none of them had
-  std::vector<std::string> had;     // fields they had, for "did you mean"; only with `unseen`
+  std::uint32_t input = 0;         // the node's input number (a join has two)
+  std::uint64_t checked = 0;       // records looked at: at most kFieldPresenceRecords
+  std::vector<std::string> unseen; // read fields that none of them had
+  std::vector<std::string> had;    // fields they had, for "did you mean"; only with `unseen`
   bool operator==(const FieldPresenceReport&) const = default;
 };
 
@@ -61,12 +61,12 @@ public:
 
 private:
   struct Watch {
-    std::size_t node = 0;                // index into spec.nodes
-    std::vector<state::FieldId> fields;  // read; at most 64 (one bit each)
-    std::vector<std::uint8_t> bit_of;    // by FieldId: bit + 1, 0 when not read
-    std::uint64_t seen = 0;              // bit k: some record had fields[k]
+    std::size_t node = 0;               // index into spec.nodes
+    std::vector<state::FieldId> fields; // read; at most 64 (one bit each)
+    std::vector<std::uint8_t> bit_of;   // by FieldId: bit + 1, 0 when not read
+    std::uint64_t seen = 0;             // bit k: some record had fields[k]
     std::uint64_t checked = 0;
-    std::vector<bool> had;               // by FieldId: some record had it
+    std::vector<bool> had; // by FieldId: some record had it
   };
   static void look_at(Watch& w, const state::Batch& batch);
 

@@ -27,6 +27,7 @@ namespace streamctl::runtime {
 // end of the run. Throws Error(Usage), starting nothing, when a source is not a file source or
 // `sample` cannot be read.
 RunOutcome run_sample(const LoadedJob& job, const std::filesystem::path& sample,
-                      const operators::Registry& registry, const RunOptions& options, spdlog::logger& log);
+                      const operators::Registry& registry, const RunOptions& options,
+                      spdlog::logger& log);
 
 } // namespace streamctl::runtime

@@ -66,14 +66,16 @@ struct Fixture {
     state::RecordBuilder b;
     for (const auto& fields : records) {
       b.reset();
-      for (const auto& f : fields) b.append(names.intern(f), state::Value::integer(1));
+      for (const auto& f : fields)
+        b.append(names.intern(f), state::Value::integer(1));
       b.finish(out);
     }
     return out;
   }
 };
 
-std::vector<std::string> describe(const Fixture& f, const std::vector<FieldPresenceReport>& reports) {
+std::vector<std::string> describe(const Fixture& f,
+                                  const std::vector<FieldPresenceReport>& reports) {
   return runtime::describe_unseen_fields(f.job.spec, reports);
 }
 
@@ -90,8 +92,9 @@ TEST_CASE("a filter on a field no record has is reported with a suggestion", "[f
   CHECK(reports[0].unseen == std::vector<std::string>{"usr"});
   auto lines = describe(f, reports);
   REQUIRE(lines.size() == 1);
-  CHECK(lines[0] == "p.toml:8:1: filter 'ok' reads field 'usr', which none of the 2 records it read had "
-                    "(did you mean 'user'?)");
+  CHECK(lines[0] ==
+        "p.toml:8:1: filter 'ok' reads field 'usr', which none of the 2 records it read had "
+        "(did you mean 'user'?)");
 }
 
 TEST_CASE("a field that some records have is not reported", "[field_presence]") {
@@ -105,7 +108,8 @@ TEST_CASE("a field that some records have is not reported", "[field_presence]") 
   CHECK(describe(f, reports).empty());
 }
 
-TEST_CASE("only the first records are looked at, then observing costs nothing", "[field_presence]") {
+TEST_CASE("only the first records are looked at, then observing costs nothing",
+          "[field_presence]") {
   Fixture f("user == 'a'");
   FieldPresence presence(f.job.spec, {f.index("ok")}, f.registry, f.names);
   std::vector<std::vector<std::string>> without(runtime::kFieldPresenceRecords + 10, {"url"});
@@ -119,14 +123,17 @@ TEST_CASE("only the first records are looked at, then observing costs nothing", 
   CHECK(lines[0].find("which none of the first 1024 records it read had") != std::string::npos);
 }
 
-TEST_CASE("a window's key and aggregate arguments are checked; nested paths by their top-level name",
-          "[field_presence]") {
+TEST_CASE(
+    "a window's key and aggregate arguments are checked; nested paths by their top-level name",
+    "[field_presence]") {
   Fixture f("user == 'a'", "usr_id.inner");
   FieldPresence presence(f.job.spec, {f.index("ok"), f.index("per_user")}, f.registry, f.names);
   presence.observe(1, 0, f.batch({{"user", "price"}, {"user"}}));
   auto lines = describe(f, presence.reports());
   REQUIRE(lines.size() == 1);
-  CHECK(lines[0].rfind("p.toml:12:1: window 'per_user' reads field 'usr_id', which none of the 2 records", 0) == 0);
+  CHECK(lines[0].rfind(
+            "p.toml:12:1: window 'per_user' reads field 'usr_id', which none of the 2 records",
+            0) == 0);
 }
 
 TEST_CASE("a join is checked per input, and the message names the input", "[field_presence]") {
@@ -136,11 +143,13 @@ TEST_CASE("a join is checked per input, and the message names the input", "[fiel
   presence.observe(0, 1, f.batch({{"ids"}}));
   auto lines = describe(f, presence.reports());
   REQUIRE(lines.size() == 1);
-  CHECK(lines[0] == "p.toml:18:1: join 'named' reads field 'id' of input 'users', which none of the 1 records "
-                    "it read had (did you mean 'ids'?)");
+  CHECK(lines[0] ==
+        "p.toml:18:1: join 'named' reads field 'id' of input 'users', which none of the 1 records "
+        "it read had (did you mean 'ids'?)");
 }
 
-TEST_CASE("a field is reported only when no subtask saw it, and a subtask that read nothing does not count",
+TEST_CASE("a field is reported only when no subtask saw it, and a subtask that read nothing does "
+          "not count",
           "[field_presence]") {
   Fixture f;
   FieldPresenceReport missed{"ok", 0, 5, {"usr"}, {"user"}};
