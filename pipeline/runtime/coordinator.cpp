@@ -11,6 +11,7 @@
 #include "pipeline/runtime/client_commands.hpp"
 #include "pipeline/runtime/cluster_setup.hpp"
 #include "pipeline/runtime/control_channel.hpp"
+#include "pipeline/runtime/field_presence.hpp"
 #include "pipeline/runtime/final_publish.hpp"
 #include "pipeline/runtime/job_metrics.hpp"
 #include "pipeline/runtime/job_registry.hpp"
@@ -371,8 +372,15 @@ private:
       log_.debug("{}: {}", t.label, encode_metrics(t.metrics));
     log_.info("job {} finished: {}", registration_->id(), describe_totals());
     const auto totals = metrics_book_.totals(job_, workers_.tasks());
-    for (const auto& line : describe_shedding(job_.spec, totals)) log_.warn("{}", line);
-    for (const auto& line : describe_silent_drops(job_.spec, totals)) log_.warn("{}", line);
+    std::vector<FieldPresenceReport> presence;
+    for (const auto& t : workers_.tasks())
+      presence.insert(presence.end(), t.field_presence.begin(), t.field_presence.end());
+    for (auto lines : {describe_shedding(job_.spec, totals), describe_silent_drops(job_.spec, totals),
+                       describe_unseen_fields(job_.spec, presence)})
+      for (auto& line : lines) {
+        log_.warn("{}", line);
+        state_->outcome().warnings.push_back(std::move(line));
+      }
     spool_janitor_->sweep_drained();
   }
 

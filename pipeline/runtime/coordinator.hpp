@@ -45,6 +45,9 @@ struct RunOutcome {
   std::string job_id;
   std::string error; // why the job failed, when it did
   std::filesystem::path savepoint; // the savepoint the job ended with, if it did
+  // What the end of a finished run warned of (shedding, nodes that passed on nothing, fields
+  // no record had), as logged: for `validate --sample`, which prints them as lint warnings.
+  std::vector<std::string> warnings;
 };
 
 // Throws Error(Snapshot) when options.restore cannot be read or does not fit the pipeline,

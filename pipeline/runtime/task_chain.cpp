@@ -57,6 +57,7 @@ TaskChain::TaskChain(const pipeline::PipelineSpec& spec, const pipeline::Physica
     }
   }
   scratch_.resize(operators_.size());
+  presence_ = FieldPresence(spec, node_indices_, registry, names);
 }
 
 void TaskChain::push(const state::Batch& in, const Emit& emit, int input) {
@@ -123,6 +124,7 @@ void TaskChain::run_from(std::size_t first_operator, const state::Batch& in, con
   const state::Batch* current = &in;
   for (std::size_t k = first_operator; k < operators_.size(); ++k) {
     metrics_[offset + k].records_in += current->size();
+    presence_.observe(k, k == 0 ? input : 0, *current);
     scratch_[k].clear();
     if (k == 0) operators_[k]->process_input(input, *current, scratch_[k]);
     else operators_[k]->process(*current, scratch_[k]);

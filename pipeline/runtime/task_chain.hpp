@@ -16,6 +16,7 @@
 #include "operators/event_time.hpp"
 #include "operators/record_error_policy.hpp"
 #include "operators/registry.hpp"
+#include "pipeline/runtime/field_presence.hpp"
 #include "pipeline/spec/plan.hpp"
 #include "state/key_group.hpp"
 #include "state/snapshot_format.hpp"
@@ -106,6 +107,8 @@ public:
   // Every node's counters, and with `with_state` what each operator holds (which may walk
   // the state: about once a second, not per batch).
   std::vector<NodeMetrics> metrics(bool with_state = false) const;
+  // Which read fields the operators' first input records lacked (field_presence.hpp).
+  const FieldPresence& field_presence() const { return presence_; }
 
 private:
   void run_from(std::size_t first_operator, const state::Batch& in, const Emit& emit, int input = 0);
@@ -134,6 +137,7 @@ private:
   std::vector<NodeMetrics> metrics_;  // one per node, chain order
   state::KeyGroupRange key_groups_;
   const Emit* firing_emit_ = nullptr; // set during fire_operator only
+  FieldPresence presence_;
 };
 
 } // namespace streamctl::runtime

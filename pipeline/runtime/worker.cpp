@@ -98,6 +98,7 @@ public:
       transport::ControlMessage finished{"FINISHED", {}};
       finished.set("metrics", encode_metrics(chain_->metrics(/*with_state=*/true)));
       load(Clock::now()).write_to(finished);
+      finished.set("unseen_fields", encode_field_presence(chain_->field_presence().reports()));
       send(finished);
       await_release();
       // The whole job has finished: only now is the last output published, so that a
