@@ -295,14 +295,14 @@ std::string format_top(const StatusView& view) {
 
 std::string human_count(Figure n) {
   if (!n) return "-";
-  static const char* const units[] = {"", "k", "M", "G", "T", "P"};
+  static const char* const units[] = {"", "k", "M", "G", "T", "P", "E"};
   // Below 10 a rate keeps its decimal ("2.5"); a count is whole anyway.
   return scaled(*n, 1000, units, std::size(units), std::fabs(*n) >= 9.95 || *n == std::floor(*n));
 }
 
 std::string human_bytes(Figure n) {
   if (!n) return "-";
-  static const char* const units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
+  static const char* const units[] = {"B", "KB", "MB", "GB", "TB", "PB", "EB"};
   return scaled(*n, 1024, units, std::size(units), true);
 }
 

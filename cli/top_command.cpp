@@ -131,15 +131,23 @@ void add_top_command(CLI::App& app, Context& ctx) {
     char every[32];
     std::snprintf(every, sizeof every, "%g", *interval);
     int signal_number = 0;
+    std::string trouble; // why the figures shown are not fresh
     for (bool first = true;; first = false) {
       ended = view.state && is_final_state(*view.state);
       std::string title = "streamctl top, every " + std::string(every) + "s" +
                           (ended ? "" : keyboard.active() ? " (q quits)" : "") + "  " + clock_now() + "\n";
-      draw_in_place(title + format_top(view), first);
+      draw_in_place(title + trouble + format_top(view), first);
       if (ended) break;
       Wake wake = wait_for(period, keyboard.active(), signals, signal_number);
       if (wake != Wake::Timeout) break;
-      view = current_status(state_dir, id);
+      // A coordinator that is shutting down may not answer while job.json still says
+      // running: keep the last figures, say why, and ask again at the next refresh.
+      try {
+        view = current_status(state_dir, id);
+        trouble.clear();
+      } catch (const Error& e) {
+        trouble = std::string("  (") + e.what() + ")\n";
+      }
     }
     ctx.exit_code = signal_number ? 128 + signal_number : 0;
   });
