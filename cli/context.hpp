@@ -54,5 +54,6 @@ void add_savepoint_command(CLI::App& app, Context& ctx);
 int take_savepoint(Context& ctx, const std::string& job, const std::string& dir, bool stop);
 void add_restart_command(CLI::App& app, Context& ctx);
 void add_rescale_command(CLI::App& app, Context& ctx);
+void add_top_command(CLI::App& app, Context& ctx);
 
 } // namespace streamctl::cli
