@@ -36,7 +36,7 @@ std::optional<FrameHeader> read_frame_header(std::string_view message) {
   if (message.size() < kFrameHeaderSize || std::memcmp(message.data(), kMagic, 4) != 0)
     return std::nullopt;
   auto kind = static_cast<std::uint8_t>(message[4]);
-  if (kind < 1 || kind > 5) return std::nullopt;
+  if (kind < 1 || kind > 6) return std::nullopt;
   FrameHeader h;
   h.kind = static_cast<FrameKind>(kind);
   h.input_index = get_le<std::uint16_t>(message.data() + 6);
@@ -91,6 +91,15 @@ std::optional<BarrierPayload> read_barrier_payload(std::string_view payload) {
   b.checkpoint_id = get_le<std::uint64_t>(payload.data());
   b.directory.assign(payload.substr(12));
   return b;
+}
+
+void write_latency_marker_payload(std::int64_t created_us, std::string& out) {
+  write_piggyback_watermark(created_us, out); // the same 8 bytes: little-endian int64
+}
+
+std::optional<std::int64_t> read_latency_marker_payload(std::string_view payload) {
+  if (payload.size() != kPiggybackWatermarkSize) return std::nullopt;
+  return read_piggyback_watermark(payload);
 }
 
 } // namespace streamctl::transport

@@ -5,7 +5,8 @@
 //
 //   offset size  field
 //   0      4     magic "SCF1" (0x53 0x43 0x46 0x31)
-//   4      1     kind: 1 data, 2 watermark, 3 barrier, 4 end of input, 5 data then watermark
+//   4      1     kind: 1 data, 2 watermark, 3 barrier, 4 end of input, 5 data then watermark,
+//                6 latency marker
 //   5      1     reserved, 0
 //   6      2     input index at the receiving node, little-endian (which of its `inputs`)
 //   8      4     channel id, little-endian (unique per upstream subtask -> downstream subtask)
@@ -19,6 +20,9 @@
 //                a watermark frame had followed the data (it saves the message);
 //                for barrier, an 8-byte little-endian checkpoint id, a 4-byte little-endian
 //                length L and L bytes: the directory the checkpoint's files go to (UTF-8);
+//                for latency marker, an 8-byte little-endian signed wall-clock time in
+//                microseconds since the epoch: when a source made it ([metrics]
+//                latency_interval; it follows the records sent before it, never passes them);
 //                otherwise empty
 //
 // The header is fixed-size so a receiver can dispatch on it before touching the payload, and
@@ -39,7 +43,13 @@ enum class FrameKind : std::uint8_t {
   Barrier = 3,
   EndOfInput = 4,
   DataWithWatermark = 5,
+  LatencyMarker = 6,
 };
+
+// A latency marker's payload: its creation time, wall-clock microseconds since the epoch.
+void write_latency_marker_payload(std::int64_t created_us, std::string& out);
+// nullopt when the payload is not 8 bytes.
+std::optional<std::int64_t> read_latency_marker_payload(std::string_view payload);
 
 // The watermark in front of the batch of a DataWithWatermark payload.
 inline constexpr std::size_t kPiggybackWatermarkSize = 8;

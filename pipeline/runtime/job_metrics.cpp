@@ -53,6 +53,40 @@ std::vector<NodeMetrics> decode_metrics(std::string_view text) {
   return out;
 }
 
+std::string encode_latency(const std::vector<NodeLatency>& latency) {
+  std::string out;
+  auto us = [](double ms) { return std::to_string(static_cast<std::int64_t>(ms * 1000.0 + 0.5)); };
+  for (const auto& [node, f] : latency) {
+    if (!out.empty()) out += ';';
+    out += node + ":" + std::to_string(f.markers) + ":" + us(f.p50_ms) + ":" + us(f.p95_ms) + ":" +
+           us(f.p99_ms) + ":" + us(f.max_ms);
+  }
+  return out;
+}
+
+std::vector<NodeLatency> decode_latency(std::string_view text) {
+  std::vector<NodeLatency> out;
+  while (!text.empty()) {
+    auto semicolon = text.find(';');
+    std::string_view entry = text.substr(0, semicolon);
+    text.remove_prefix(semicolon == std::string_view::npos ? text.size() : semicolon + 1);
+    std::string_view node, field;
+    if (!next_field(entry, node) || node.empty()) continue;
+    std::uint64_t values[5];
+    bool ok = true;
+    for (auto& v : values) ok = ok && next_field(entry, field) && parse_count(field, v);
+    if (!ok || !entry.empty()) continue;
+    LatencyFigures f;
+    f.markers = values[0];
+    f.p50_ms = static_cast<double>(values[1]) / 1000.0;
+    f.p95_ms = static_cast<double>(values[2]) / 1000.0;
+    f.p99_ms = static_cast<double>(values[3]) / 1000.0;
+    f.max_ms = static_cast<double>(values[4]) / 1000.0;
+    out.emplace_back(std::string(node), f);
+  }
+  return out;
+}
+
 JobTotals sum_metrics(const pipeline::PipelineSpec& spec, const std::vector<std::vector<NodeMetrics>>& per_task) {
   JobTotals totals;
   for (const auto& task : per_task)

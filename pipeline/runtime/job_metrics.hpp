@@ -7,8 +7,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "pipeline/runtime/metrics_view.hpp"
 #include "pipeline/runtime/task_chain.hpp"
 #include "transport/control.hpp"
 
@@ -41,6 +43,12 @@ struct TaskLoad {
   // Missing keys read as 0 (an older worker's message).
   static TaskLoad read_from(const transport::ControlMessage& m);
 };
+
+// Per node of a task, its latency figures: "node:markers:p50:p95:p99:max;..." with the
+// times in whole microseconds. Malformed entries are skipped.
+using NodeLatency = std::pair<std::string, LatencyFigures>;
+std::string encode_latency(const std::vector<NodeLatency>& latency);
+std::vector<NodeLatency> decode_latency(std::string_view text);
 
 struct JobTotals {
   std::uint64_t read = 0;    // records out of sources

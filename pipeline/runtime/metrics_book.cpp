@@ -164,6 +164,8 @@ JobMetrics MetricsBook::view(const LoadedJob& job, const std::vector<TaskRuntime
         s.watermark_lag_ms = now_ms - *t.load.watermark;
       }
       s.last_checkpoint = t.last_checkpoint;
+      for (const auto& [name, figures] : t.latency)
+        if (name == node.name) s.latency = figures;
       out.subtasks.push_back(std::move(s));
     }
   }

@@ -208,6 +208,17 @@ void OutputRouter::send_idle() {
   send_to_all(transport::FrameKind::Watermark, payload);
 }
 
+void OutputRouter::send_latency_marker(std::int64_t created_us) {
+  std::string payload;
+  transport::write_latency_marker_payload(created_us, payload);
+  for (auto& edge : edges_) {
+    if (edge.channels.empty()) continue;
+    Channel& channel = edge.channels[edge.marker_cursor++ % edge.channels.size()];
+    flush(channel);
+    send(channel, transport::FrameKind::LatencyMarker, payload);
+  }
+}
+
 void OutputRouter::send_to_all(transport::FrameKind kind, std::string_view payload) {
   for (auto& edge : edges_)
     for (auto& channel : edge.channels) {

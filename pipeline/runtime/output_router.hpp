@@ -61,6 +61,10 @@ public:
   void send_barrier(const transport::BarrierPayload& barrier);
   // Tells downstream not to wait for this subtask's watermark until it sends data again.
   void send_idle();
+  // A latency marker made at `created_us` goes to one channel of each output edge, in turn
+  // (as Flink's go to a random one: sent to all, they would multiply at every exchange), after
+  // the records pending on it.
+  void send_latency_marker(std::int64_t created_us);
 
   std::uint64_t records_sent() const { return records_sent_; }
   std::uint64_t batches_sent() const { return batches_sent_; }
@@ -83,6 +87,7 @@ private:
     int port = pipeline::kMainOutput;
     std::vector<Channel> channels; // for key partitioning: indexed by downstream subtask
     std::size_t cursor = 0;
+    std::size_t marker_cursor = 0; // the channel the next latency marker takes
     std::optional<operators::PartitionKey> key; // the downstream input's key, for Partition::Key
     std::uint32_t max_parallelism = 128;
     std::uint32_t group_mask = 0; // max_parallelism - 1 when it is a power of two, else 0

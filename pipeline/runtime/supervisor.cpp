@@ -84,10 +84,12 @@ void Supervisor::handle_message(const transport::ControlMessage& m) {
     t.endpoint = m.get("endpoint");
   } else if (m.type == "HEARTBEAT") {
     t.record_report(t.last_seen, decode_metrics(m.get("metrics")), TaskLoad::read_from(m));
+    t.latency = decode_latency(m.get("latency"));
   } else if (m.type == "FINISHED") {
     t.finished = true;
     t.record_report(t.last_seen, decode_metrics(m.get("metrics")), TaskLoad::read_from(m));
     t.field_presence = decode_field_presence(m.get("unseen_fields"));
+    t.latency = decode_latency(m.get("latency"));
     // A finished task takes no more checkpoints; the end of the job commits everything.
     checkpoints_.abort_pending(t.label + " finished its input first", false);
   } else if (m.type == "ACK") {

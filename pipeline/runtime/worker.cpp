@@ -17,6 +17,7 @@
 #include "pipeline/runtime/job_loader.hpp"
 #include "pipeline/runtime/job_security.hpp"
 #include "pipeline/runtime/job_metrics.hpp"
+#include "pipeline/runtime/latency_window.hpp"
 #include "pipeline/runtime/liveness_beacon.hpp"
 #include "pipeline/runtime/output_router.hpp"
 #include "pipeline/runtime/remote_checkpoint_files.hpp"
@@ -98,6 +99,7 @@ public:
       transport::ControlMessage finished{"FINISHED", {}};
       finished.set("metrics", encode_metrics(chain_->metrics(/*with_state=*/true)));
       load(Clock::now()).write_to(finished);
+      if (!latency_.empty()) finished.set("latency", encode_latency(latency_figures()));
       finished.set("unseen_fields", encode_field_presence(chain_->field_presence().reports()));
       send(finished);
       await_release();
@@ -287,6 +289,7 @@ private:
         idle = true;
       }
       tick_processing_time(now);
+      maybe_send_latency_marker(now);
       router_->flush_due(now);
       heartbeat(now);
       if (status == operators::SourceStatus::Idle) wait_for_input(source.readiness_fd(), now);
@@ -364,6 +367,14 @@ private:
       if (!first_barrier_at_) first_barrier_at_ = Clock::now();
       aligning_barrier_ = *barrier;
       if (outcome == BarrierAligner::Outcome::Complete) complete_alignment();
+      return;
+    }
+    case transport::FrameKind::LatencyMarker: {
+      auto created = transport::read_latency_marker_payload(payload);
+      if (!created) throw Error(ErrorKind::Internal, "received a malformed latency marker");
+      // Every node of the chain has handled what came before the marker by now.
+      record_latency(wall_clock_us() - *created, 0);
+      router_->send_latency_marker(*created);
       return;
     }
     case transport::FrameKind::Data: break;
@@ -556,7 +567,40 @@ private:
     transport::ControlMessage beat{"HEARTBEAT", {}};
     beat.set("metrics", encode_metrics(chain_->metrics(/*with_state=*/true)));
     load(now).write_to(beat);
+    if (!latency_.empty()) beat.set("latency", encode_latency(latency_figures()));
     send(beat);
+  }
+
+  // --- Latency markers ([metrics] latency_interval; transport/frame.hpp) ---
+
+  static std::int64_t wall_clock_us() {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+
+  // A source task makes a marker every latency_interval. The operators fused after the
+  // source see it at once, as they see the records before it: latency 0.
+  void maybe_send_latency_marker(Clock::time_point now) {
+    if (settings_.latency_interval.count() <= 0 || now < next_latency_marker_) return;
+    next_latency_marker_ = now + settings_.latency_interval;
+    std::int64_t created = wall_clock_us();
+    record_latency(0, 1);
+    router_->send_latency_marker(created);
+  }
+
+  // Into the window of every node of the chain from `first` on.
+  void record_latency(std::int64_t latency_us, std::size_t first) {
+    if (latency_.empty()) latency_.resize(chain_->node_names().size());
+    for (std::size_t k = first; k < latency_.size(); ++k) latency_[k].add(latency_us);
+  }
+
+  std::vector<NodeLatency> latency_figures() const {
+    std::vector<NodeLatency> out;
+    auto names = chain_->node_names();
+    for (std::size_t k = 0; k < latency_.size() && k < names.size(); ++k)
+      if (latency_[k].markers() > 0) out.emplace_back(names[k], latency_[k].figures());
+    return out;
   }
 
   // Busy is what is neither idle nor backpressured, since the task's loop began.
@@ -672,6 +716,8 @@ private:
   std::uint64_t input_polls_ = 0;
   std::uint64_t input_backlogged_ = 0;
   std::optional<std::int64_t> watermark_;
+  std::vector<LatencyWindow> latency_; // by node of the chain, once a marker has been seen
+  Clock::time_point next_latency_marker_{};
   // Per checkpoint until its ACK: when its barrier arrived (or was injected), how long the
   // inputs took to align, and the chain's counters at the barrier, which the checkpoint covers.
   struct CheckpointTiming {

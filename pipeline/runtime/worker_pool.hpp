@@ -51,6 +51,7 @@ struct TaskRuntime {
   };
   std::deque<Report> history;
   CheckpointFigures last_checkpoint; // its part of the job's last completed checkpoint
+  std::vector<NodeLatency> latency;  // the latest report's, when latency markers are on
   std::vector<FieldPresenceReport> field_presence; // from FINISHED
 
   // Keeps a report from a HEARTBEAT or FINISHED message.

@@ -66,7 +66,7 @@ const std::vector<KeySchema>& top_level_keys() {
       key("checkpoint", KeyType::Table, {}, checkpoint_keys()),
       key("restart", KeyType::Table, {}, restart_keys()),
       key("cluster", KeyType::Table),
-      key("metrics", KeyType::Table, {}, {key("listen", KeyType::String)}),
+      key("metrics", KeyType::Table, {}, {key("listen", KeyType::String), key("latency_interval", KeyType::Duration)}),
       key("autoscale", KeyType::Table, {}, autoscale_keys()),
       key("sources", KeyType::Table),
       key("operators", KeyType::Table),
