@@ -10,6 +10,7 @@
 #include "pipeline/spec/lint.hpp"
 #include "pipeline/runtime/checkpoint_metadata.hpp"
 #include "pipeline/runtime/coordinator.hpp"
+#include "pipeline/runtime/metrics_server.hpp"
 
 namespace streamctl::cli {
 
@@ -32,6 +33,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
     bool resume = false;
     bool savepoint_on_exit = false;
     bool allow_non_restored_state = false;
+    std::string metrics_listen;
     LimitOptions limits;
   };
   auto o = std::make_shared<Options>();
@@ -57,6 +59,9 @@ void add_run_command(CLI::App& app, Context& ctx) {
                 "in it for the next --resume");
   cmd->add_flag("--allow-non-restored-state", o->allow_non_restored_state,
                 "restore even when the savepoint holds state of nodes the pipeline no longer has (dropped)");
+  cmd->add_option("--metrics-listen", o->metrics_listen,
+                  "serve Prometheus text on http://ADDR/metrics, ADDR as host:port (over the file's [metrics] listen)")
+      ->type_name("ADDR");
   add_limit_options(cmd, o->limits);
   cmd->callback([&ctx, o] {
     ctx.configure_logging("streamctl");
@@ -68,6 +73,12 @@ void add_run_command(CLI::App& app, Context& ctx) {
     if (!o->launcher.empty()) {
       overrides.push_back("cluster.launcher=\"" + o->launcher + "\"");
       if (o->launcher != "ssh") overrides.push_back("cluster.hosts=[]");
+    }
+    // As --set metrics.listen=..., likewise kept for `restart`. Checked first, so that its
+    // problems name the flag (a valid address needs no TOML escaping).
+    if (!o->metrics_listen.empty()) {
+      runtime::parse_listen_address(o->metrics_listen, "--metrics-listen");
+      overrides.push_back("metrics.listen=\"" + o->metrics_listen + "\"");
     }
     auto job = runtime::load_job(o->file, overrides, ctx.registry, o->limits.max_pipeline_size);
     // The log says "warning:" itself.

@@ -20,6 +20,8 @@
 #include "pipeline/runtime/job_status.hpp"
 #include "pipeline/runtime/local_launcher.hpp"
 #include "pipeline/runtime/metrics_book.hpp"
+#include "pipeline/runtime/metrics_server.hpp"
+#include "pipeline/runtime/prometheus_text.hpp"
 #include "pipeline/runtime/signal_channel.hpp"
 #include "pipeline/runtime/snapshot_receiver.hpp"
 #include "pipeline/runtime/snapshot_server.hpp"
@@ -70,6 +72,8 @@ public:
   }
 
   RunOutcome run() {
+    // First: a port in use ends the command with nothing registered or started (exit 2).
+    if (!options_.ignore_metrics_listen) metrics_server_ = serve_metrics(job_.spec, log_);
     settings_ = checkpoint_settings_of(job_.spec, options_.state_dir);
     restart_ = restart_settings_of(job_.spec, settings_.interval.count() > 0);
     if (settings_.interval.count() > 0)
@@ -137,6 +141,7 @@ public:
     spool_janitor_->sweep_ended();
     registration_->set_final_report(status_json(job_, current_metrics()), state_->failure());
     state_->record_end();
+    publish_metrics(Clock::now(), true);
     return state_->outcome();
   }
 
@@ -315,6 +320,7 @@ private:
       supervisor_->check_heartbeats(now);
       checkpoints_->maybe_trigger(now, state_->stopping());
       checkpoints_->check_timeout(now);
+      publish_metrics(now);
       if (state_->interrupted()) return;
       if (now >= next_progress) {
         log_.info("progress: {}", describe_totals());
@@ -435,6 +441,13 @@ private:
     return metrics_book_.view(job_, workers_.tasks(), facts, Clock::now(), operators::wall_clock_ms());
   }
 
+  // What /metrics answers until the next publish: about once a second, and the final figures.
+  void publish_metrics(Clock::time_point now, bool final = false) {
+    if (!metrics_server_ || (!final && now < next_metrics_)) return;
+    metrics_server_->publish(render_prometheus_text(current_metrics()));
+    next_metrics_ = now + 1s;
+  }
+
   std::string describe_totals() const {
     return runtime::describe_totals(job_.spec, metrics_book_.totals(job_, workers_.tasks()),
                                     std::chrono::duration<double>(Clock::now() - started_).count());
@@ -459,6 +472,8 @@ private:
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
   std::unique_ptr<ClientCommands> commands_;
   MetricsBook metrics_book_;
+  std::unique_ptr<MetricsServer> metrics_server_; // [metrics] listen
+  Clock::time_point next_metrics_;
   std::unique_ptr<SnapshotReceiver> uploads_; // storage = "coordinator" with hosts
   std::unique_ptr<Supervisor> supervisor_;
   SnapshotServer snapshot_server_; // the running attempt's snapshot, to workers that cannot read it

@@ -38,6 +38,8 @@ struct RunOptions {
   std::string reuse_job_id;
   // Every worker on this host whatever [cluster] says (`streamctl test`).
   bool ignore_cluster = false;
+  // No Prometheus endpoint whatever [metrics] listen says (`streamctl test` runs many jobs).
+  bool ignore_metrics_listen = false;
 };
 
 struct RunOutcome {

@@ -119,6 +119,7 @@ std::vector<TestOutcome> run_pipeline_tests(const LoadedJob& job, const operator
       // pipeline's [cluster] says.
       RunOptions local = options;
       local.ignore_cluster = true;
+      local.ignore_metrics_listen = true;
       RunOutcome run = run_job(case_job, local, log);
       if (run.exit_code != 0) {
         outcome.passed = false;

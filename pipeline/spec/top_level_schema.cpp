@@ -1,6 +1,7 @@
 #include "pipeline/spec/top_level_schema.hpp"
 
 #include "pipeline/spec/autoscale_check.hpp"
+#include "pipeline/spec/listen_address.hpp"
 
 #include <algorithm>
 #include <vector>
@@ -151,6 +152,10 @@ TopLevel check_top_level(Checker& c, const toml::table& root) {
     check_min(c, *t, "max_attempts", "restart.max_attempts", 0);
   if (auto t = root.get_as<toml::table>("autoscale"))
     check_autoscale(c, *t, top.max_parallelism, top.max_parallelism_valid);
+  if (auto t = root.get_as<toml::table>("metrics"))
+    if (auto v = t->get_as<std::string>("listen"))
+      if (auto address = listen_address_of(v->get()); !address)
+        c.error(c.pos(*v), "'metrics.listen' = \"" + v->get() + "\": " + address.error());
   if (auto v = root.get("cluster"); v && !v->is_table())
     c.type_error(*v, "cluster", "table");
   top.cluster = check_cluster(c, root.get_as<toml::table>("cluster"));
