@@ -4,8 +4,6 @@
 #include <cctype>
 
 #include "pipeline/runtime/job_client.hpp"
-#include "state/batch.hpp"
-#include "state/json_reader.hpp"
 #include "state/json_writer.hpp"
 
 namespace streamctl::cli {

@@ -27,7 +27,7 @@ void add_status_command(CLI::App& app, Context& ctx) {
     auto view = parse_status_view(status);
     if (!view) throw Error(ErrorKind::Internal, "job " + entry.id + ": " + view.error());
     std::cout << format_status(*view, entry.lost ? " (its coordinator is gone)" : "");
-    if (view->operators.empty() && entry.state != "running")
+    if (entry.state != "running")
       for (const auto& t : entry.tasks) {
         // A worker that has exited shows no pid: the number may name another process now.
         if (runtime::process_alive(t.pid)) std::cout << "  " << t.task << ": pid " << t.pid << " on " << t.host << "\n";

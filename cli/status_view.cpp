@@ -157,7 +157,8 @@ std::vector<std::string> subtask_table(const std::vector<SubtaskView>& rows, Col
   columns.push_back(std::move(label));
   if (remote)
     add("host", [](const SubtaskView& s) { return s.host ? s.host->substr(0, 24) : "-"; }, true);
-  add("pid", [](const SubtaskView& s) { return integer(s.pid); });
+  // 0: the worker has exited (an ended job's figures), and its number may be another's now.
+  add("pid", [](const SubtaskView& s) { return s.pid && *s.pid > 0 ? integer(s.pid) : std::string("-"); });
   add("in", [](const SubtaskView& s) { return human_count(s.records_in); });
   add("out", [](const SubtaskView& s) { return human_count(s.records_out); });
   if (bad) add("bad", [](const SubtaskView& s) { return human_count(s.bad_records); });

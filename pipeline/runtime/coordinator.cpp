@@ -139,7 +139,9 @@ public:
     // No worker is left to write into a checkpoint: one that failed leaves no chk-N behind.
     if (lock_) checkpoints_->prune();
     spool_janitor_->sweep_ended();
-    registration_->set_final_report(status_json(job_, current_metrics()), state_->failure());
+    JobMetrics final_figures = current_metrics();
+    for (auto& s : final_figures.subtasks) s.pid = 0; // every worker has exited
+    registration_->set_final_report(status_json(job_, final_figures), state_->failure());
     state_->record_end();
     publish_metrics(Clock::now(), true);
     return state_->outcome();

@@ -180,3 +180,37 @@ TEST_CASE("state figures round-trip, and reports of older workers still decode",
   CHECK(old[0].state_entries == 0);
   CHECK(decode_metrics("w:1:2:3:x:1").empty()); // a damaged state figure drops the entry
 }
+
+TEST_CASE("latency figures round-trip in microseconds; malformed entries are skipped", "[metrics_book]") {
+  LatencyFigures f;
+  f.markers = 12;
+  f.p50_ms = 1.5;
+  f.p95_ms = 20.25;
+  f.p99_ms = 30;
+  f.max_ms = 31.001;
+  auto back = decode_latency(encode_latency({{"w", f}}));
+  REQUIRE(back.size() == 1);
+  CHECK(back[0].first == "w");
+  CHECK(back[0].second.markers == 12);
+  CHECK(back[0].second.p95_ms == Approx(20.25));
+  CHECK(back[0].second.max_ms == Approx(31.001));
+  auto partial = decode_latency("a:1:2:3:4:5;b:1:2;c:1:2:3:4:x;:1:2:3:4:5;d:1:2:3:4:5:6;e:9:1:1:1:1");
+  REQUIRE(partial.size() == 2);
+  CHECK(partial[0].first == "a");
+  CHECK(partial[1].first == "e");
+  CHECK(decode_latency("").empty());
+}
+
+TEST_CASE("a task's latency reaches its nodes' rows", "[metrics_book]") {
+  auto job = load(1);
+  auto tasks = tasks_of(job);
+  LatencyFigures f;
+  f.markers = 3;
+  f.p99_ms = 7;
+  tasks[0].latency = {{"a", f}};
+  MetricsBook book;
+  JobMetrics m = book.view(job, tasks, {}, Clock::now(), 0);
+  CHECK(row(m, "a", 0).latency.markers == 3);
+  CHECK(row(m, "a", 0).latency.p99_ms == Approx(7));
+  CHECK(row(m, "g", 0).latency.markers == 0);
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# What metrics cost (issue 10: at most 2% of throughput with latency markers every second): the
+# dense keyed count of stateful.sh at parallelism 2, with and without [metrics]
+# latency_interval = "1s", alternating runs, printed as CPU seconds (user + sys of the whole
+# job, workers included) and wall seconds. Heartbeat metrics are always on. A measuring tool,
+# never a test.
+#
+#   tests/bench/metrics_overhead.sh [--records N] [--runs K] [--streamctl PATH]
+set -euo pipefail
+
+records=4000000
+runs=3
+streamctl="${STREAMCTL:-$(dirname "$0")/../../build/cli/streamctl}"
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --records) records=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --streamctl) streamctl=$2; shift 2 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export STREAMCTL_STATE_DIR="$work/state"
+
+job() { # LATENCY_TABLE
+  cat <<TOML
+name = "metrics-overhead"
+parallelism = 2
+$1
+[sources.clicks]
+type = "generator"
+profile = "clicks"
+users = 100000
+count = $records
+seed = 1
+event_time = "ts / 1000"
+[operators.per_user]
+type = "window"
+inputs = ["clicks"]
+key = ["user"]
+window = { kind = "tumbling", size = "1s" }
+aggregates = { n = "count()" }
+[sinks.out]
+type = "file"
+inputs = ["per_user"]
+path = "$work/out"
+TOML
+}
+job "" >"$work/off.toml"
+job $'[metrics]\nlatency_interval = "1s"' >"$work/on.toml"
+
+measure() { # FILE -> "cpu wall"
+  rm -rf "$work/out"
+  /usr/bin/time -f "%U %S %e" -o "$work/time" "$streamctl" run "$1" 2>/dev/null
+  awk '{ printf "%.2f %.2f\n", $1 + $2, $3 }' "$work/time"
+}
+printf "%-6s %-28s %-28s\n" run "markers off: cpu s, wall s" "markers every 1 s: cpu s, wall s"
+for k in $(seq "$runs"); do
+  printf "%-6s %-28s %-28s\n" "$k" "$(measure "$work/off.toml")" "$(measure "$work/on.toml")"
+done
