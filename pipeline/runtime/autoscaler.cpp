@@ -69,10 +69,11 @@ void Autoscaler::tick(Clock::time_point now) {
   }
   if (now < next_decision_) return;
   if (auto busy = hooks_.busy()) {
-    // Retried at the next loop turn: a checkpoint takes a moment, a restart resets us anyway.
+    // Retried at the next loop turn; a rescale or restart starts a new attempt anyway.
     log_.debug("autoscale: decision deferred: {}", *busy);
     return;
   }
+  if (hooks_.checkpointing() && now < next_decision_ + settings_.interval) return;
   decide(now);
 }
 

@@ -12,8 +12,11 @@
 //
 // No decision and no sample: for [autoscale] cooldown after an attempt starts (a rescale or a
 // restart after a failure: the restored job catches up on its backlog first, and its rates are
-// not its steady state), nor while a checkpoint, savepoint, rescale or restart is in progress
-// (the decision waits for the next loop turn that has none).
+// not its steady state), nor while a savepoint, rescale or restart is in progress (the decision
+// waits for the next loop turn that has none). A decision due while a checkpoint is in progress
+// waits for it too, but for one interval at most: a job that cannot keep up can have a
+// checkpoint pending nearly all the time (its barriers queue behind the backlog), and then the
+// rescale gives that checkpoint up, as `streamctl rescale` does.
 //
 // Not thread-safe: used by the coordinator's thread only.
 
@@ -37,8 +40,10 @@ namespace streamctl::runtime {
 struct AutoscaleHooks {
   // The job's figures now (the coordinator's current_metrics()).
   std::function<JobMetrics()> metrics;
-  // Why no rescale may start now (a checkpoint, savepoint, rescale or restart in progress), if so.
+  // Why no rescale may start now (a savepoint, rescale or restart in progress), if so.
   std::function<std::optional<std::string>()> busy;
+  // A checkpoint is in progress.
+  std::function<bool()> checkpointing;
   // Starts a rescale to these "NODE=N" lines; why it could not, if it could not (the job goes on
   // at its parallelism).
   std::function<std::optional<std::string>(const std::string& changes)> rescale;

@@ -72,11 +72,6 @@ std::optional<std::string> ClientCommands::rescale(const std::string& changes) {
   return std::nullopt;
 }
 
-std::optional<std::string> ClientCommands::why_no_autoscale_now() const {
-  if (checkpoints_.pending()) return "a checkpoint is in progress";
-  return why_no_savepoint_now();
-}
-
 void ClientCommands::start_rescale(const std::string& client, LoadedJob next) {
   checkpoints_.abort_pending("a rescale was requested", false);
   log_.warn("rescale requested{}: taking a savepoint, then restarting with the new parallelism",

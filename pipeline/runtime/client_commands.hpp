@@ -65,9 +65,8 @@ public:
   // client to answer: why it cannot start, if it cannot (the job goes on unchanged). One that
   // starts and fails later (its savepoint) is logged and leaves the job at its parallelism.
   std::optional<std::string> rescale(const std::string& changes);
-  // Why the autoscaler should not rescale now: no savepoint can be taken, or a checkpoint is
-  // in progress (a rescale would give it up).
-  std::optional<std::string> why_no_autoscale_now() const;
+  // Why a savepoint asked for now (savepoint, stop, rescale) cannot be taken, if it cannot.
+  std::optional<std::string> why_no_savepoint_now() const;
 
 private:
   void request_rescale(const std::string& client, const std::string& changes);
@@ -75,8 +74,6 @@ private:
   Result<LoadedJob> plan_checked(const std::string& changes) const;
   void start_rescale(const std::string& client, LoadedJob next);
   void request_savepoint(const std::string& client, const std::string& dir, bool stop_after);
-  // Why a savepoint asked for now (savepoint, stop, rescale) cannot be taken, if it cannot.
-  std::optional<std::string> why_no_savepoint_now() const;
 
   const LoadedJob& job_;
   const pipeline::WorkerLimits& limits_;

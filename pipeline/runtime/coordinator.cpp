@@ -452,7 +452,8 @@ private:
     autoscaler_ = std::make_unique<Autoscaler>(
         job_, settings,
         AutoscaleHooks{[this] { return current_metrics(); },
-                       [this] { return commands_->why_no_autoscale_now(); },
+                       [this] { return commands_->why_no_savepoint_now(); },
+                       [this] { return checkpoints_->pending(); },
                        [this](const std::string& changes) { return commands_->rescale(changes); }},
         log_);
     commands_->set_autoscale_status([this] { return autoscaler_->last_decision_json(); });

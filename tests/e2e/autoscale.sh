@@ -6,6 +6,9 @@ source "$(dirname "$0")/lib/common.bash"
 # 800 records/s; burn(1200) is 1.2 ms of CPU per record, so one instance does about 800/s flat
 # out: DS2 asks for 800 / (800 x 0.7) = 1.4 instances, i.e. 2, and 2 stay right (the band of 2
 # is 0.91 to 2.2 instances) even if a busy machine makes each record take half as long again.
+# max_parallelism is 2, not more: burn() is CPU work, and on this shared 2-core machine more
+# instances than cores make each one slower per busy second, so the model's need grows with the
+# parallelism it picks (DS2 assumes cores to spare); seen here as 3 <-> 4 flips under load.
 cat >"$WORK/p.toml" <<TOML
 name = "autoscaled"
 [checkpoint]
@@ -14,7 +17,7 @@ dir = "$WORK/ck"
 [autoscale]
 interval = "3s"
 cooldown = "3s"
-max_parallelism = 4
+max_parallelism = 2
 target_utilization = 0.7
 [sources.gen]
 type = "generator"
@@ -33,7 +36,7 @@ inputs = ["slow"]
 path = "$WORK/sink"
 TOML
 
-"$STREAMCTL" run --autoscale "$WORK/p.toml" 2>"$WORK/run.log" &
+"$STREAMCTL" -v run --autoscale "$WORK/p.toml" 2>"$WORK/run.log" &
 pid=$!
 wait_for_text "$WORK/run.log" "autoscale: rescaling to slow=" 40
 wait_for_text "$WORK/run.log" "rescaled in" 40
@@ -51,6 +54,7 @@ until [[ $(decisions | awk '/^rescale/ {n = 0; next} {n++} END {print n + 0}') -
 done
 
 decisions >"$WORK/decisions.txt"
+grep "autoscale: " "$WORK/run.log" | grep -v "no change" >&2 || true
 rescales=$(grep -c '^rescale' "$WORK/decisions.txt")
 first_keep=$(grep -n '^keep' "$WORK/decisions.txt" | head -1 | cut -d: -f1)
 # The parallelism is reached in at most 3 decisions: the first that keeps it is at most the 4th,
@@ -59,7 +63,7 @@ first_keep=$(grep -n '^keep' "$WORK/decisions.txt" | head -1 | cut -d: -f1)
 [[ $(sed -n "${first_keep},\$p" "$WORK/decisions.txt" | grep -c '^rescale') == 0 ]] ||
   { cat "$WORK/decisions.txt" >&2; fail "a rescale after the parallelism had settled"; }
 final=$(grep '^rescale' "$WORK/decisions.txt" | tail -1 | sed -E 's/.*slow=([0-9]+).*/\1/')
-[[ $final -ge 2 && $final -le 4 ]] || fail "the map settled at $final instances, not 2 to 4"
+assert_eq 2 "$final" "the map's settled parallelism"
 echo "decisions: $(tr '\n' ';' <"$WORK/decisions.txt"); settled at $final after $rescales rescale(s)"
 
 # status shows the last decision; --json as an object.
