@@ -78,7 +78,8 @@ void Autoscaler::tick(Clock::time_point now) {
 }
 
 void Autoscaler::sample(const JobMetrics& metrics) {
-  for (const auto& m : metrics.subtasks) samples_.push_back(observation_of(m));
+  for (const auto& m : metrics.subtasks)
+    samples_.push_back(observation_of(m));
 }
 
 void Autoscaler::decide(Clock::time_point now) {
@@ -98,10 +99,11 @@ void Autoscaler::decide(Clock::time_point now) {
     std::string request = changes;
     for (auto& c : request)
       if (c == '\n') c = ' ';
-    while (!request.empty() && request.back() == ' ') request.pop_back();
+    while (!request.empty() && request.back() == ' ')
+      request.pop_back();
     if (auto why = hooks_.rescale(changes)) {
-      log_.warn("autoscale: cannot rescale to {}: {}; the job goes on at its parallelism",
-                request, *why);
+      log_.warn("autoscale: cannot rescale to {}: {}; the job goes on at its parallelism", request,
+                *why);
       outcome = "refused: " + *why;
     } else {
       log_.info("autoscale: rescaling to {}", request);
