@@ -54,14 +54,12 @@ until [[ $(decisions | awk '/^rescale/ {n = 0; next} {n++} END {print n + 0}') -
 done
 
 decisions >"$WORK/decisions.txt"
-grep "autoscale: " "$WORK/run.log" | grep -v "no change" >&2 || true
 rescales=$(grep -c '^rescale' "$WORK/decisions.txt")
-first_keep=$(grep -n '^keep' "$WORK/decisions.txt" | head -1 | cut -d: -f1)
-# The parallelism is reached in at most 3 decisions: the first that keeps it is at most the 4th,
-# and no rescale follows it.
-[[ $first_keep -le 4 ]] || { cat "$WORK/decisions.txt" >&2; fail "more than 3 decisions to settle"; }
-[[ $(sed -n "${first_keep},\$p" "$WORK/decisions.txt" | grep -c '^rescale') == 0 ]] ||
-  { cat "$WORK/decisions.txt" >&2; fail "a rescale after the parallelism had settled"; }
+last_rescale=$(grep -n '^rescale' "$WORK/decisions.txt" | tail -1 | cut -d: -f1)
+# The parallelism is reached within 3 decisions (the first may find no data yet: no busy time
+# in its samples) and kept by the 10 or more after the last rescale, as waited for above.
+[[ -n $last_rescale && $last_rescale -le 3 ]] ||
+  { cat "$WORK/decisions.txt" >&2; fail "no rescale, or more than 3 decisions to settle"; }
 final=$(grep '^rescale' "$WORK/decisions.txt" | tail -1 | sed -E 's/.*slow=([0-9]+).*/\1/')
 assert_eq 2 "$final" "the map's settled parallelism"
 echo "decisions: $(tr '\n' ';' <"$WORK/decisions.txt"); settled at $final after $rescales rescale(s)"
