@@ -4,6 +4,8 @@
 #include <cctype>
 
 #include "pipeline/runtime/job_client.hpp"
+#include "state/batch.hpp"
+#include "state/json_reader.hpp"
 #include "state/json_writer.hpp"
 
 namespace streamctl::cli {
@@ -12,6 +14,15 @@ namespace {
 
 bool is_count(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+// The autoscaler's last decision (autoscaler.hpp) is passed on only as a JSON object.
+bool is_json_object(const std::string& s) {
+  if (s.empty() || s.front() != '{') return false;
+  state::FieldNames names;
+  state::Batch batch;
+  auto parsed = state::parse_json_value(s, names, batch);
+  return parsed && parsed->kind == state::Kind::Map;
 }
 
 } // namespace
@@ -32,6 +43,7 @@ std::string job_status_json(const runtime::JobEntry& entry) {
     // stays JSON whatever a coordinator of another version sends.
     for (const char* key : {"restarts", "checkpoints_completed", "checkpoints_failed"})
       if (is_count(reply.get(key))) extra += ",\"" + std::string(key) + "\":" + reply.get(key);
+    if (is_json_object(reply.get("autoscale"))) extra += ",\"autoscale\":" + reply.get("autoscale");
   }
   if (entry.failure)
     extra += ",\"failure\":{\"node\":" + json_string(entry.failure->node) + ",\"task\":" +

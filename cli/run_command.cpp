@@ -34,6 +34,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
     bool savepoint_on_exit = false;
     bool allow_non_restored_state = false;
     std::string metrics_listen;
+    bool autoscale = false;
     LimitOptions limits;
   };
   auto o = std::make_shared<Options>();
@@ -62,6 +63,9 @@ void add_run_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--metrics-listen", o->metrics_listen,
                   "serve Prometheus text on http://ADDR/metrics, ADDR as host:port (over the file's [metrics] listen)")
       ->type_name("ADDR");
+  cmd->add_flag("--autoscale", o->autoscale,
+                "let the autoscaler rescale the job's nodes to the parallelism their rates call for "
+                "(as --set autoscale.enabled=true)");
   add_limit_options(cmd, o->limits);
   cmd->callback([&ctx, o] {
     ctx.configure_logging("streamctl");
@@ -80,6 +84,8 @@ void add_run_command(CLI::App& app, Context& ctx) {
       runtime::parse_listen_address(o->metrics_listen, "--metrics-listen");
       overrides.push_back("metrics.listen=\"" + o->metrics_listen + "\"");
     }
+    // Kept with the job's overrides, so that `restart` autoscales it too.
+    if (o->autoscale) overrides.push_back("autoscale.enabled=true");
     auto job = runtime::load_job(o->file, overrides, ctx.registry, o->limits.max_pipeline_size);
     // The log says "warning:" itself.
     for (auto warning : pipeline::lint_pipeline(job.spec, runtime::catalog_of(ctx.registry))) {

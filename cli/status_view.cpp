@@ -190,6 +190,7 @@ std::string job_lines(const StatusView& v, std::string_view note) {
          (!v.last_checkpoint || v.last_checkpoint->empty() ? std::string("none")
                                                             : *v.last_checkpoint) +
          "\n";
+  if (v.autoscale) out += "  autoscale: " + *v.autoscale + "\n";
   if (v.failure) {
     const FailureView& f = *v.failure;
     std::string where;
@@ -204,6 +205,28 @@ std::string job_lines(const StatusView& v, std::string_view note) {
            (where.empty() ? "" : " (" + where + ")") + "\n";
   }
   return out;
+}
+
+// "2026-12-02T05:40:01Z: slow 1 -> 2 (target in 2000/s, true rate 1400/s per instance);
+// rescaling to slow=2" (autoscaler.hpp writes the object).
+std::string autoscale_line(const Reader& r, const state::Value& a) {
+  auto rate = [](const Figure& f) {
+    if (!f) return std::string("?");
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.0f/s", *f);
+    return std::string(buf);
+  };
+  std::string nodes;
+  state::Value list = r.field(a, "nodes");
+  for (std::uint32_t k = 0; list.kind == state::Kind::Array && k < list.size; ++k) {
+    const state::Value& n = list.array[k];
+    nodes += (nodes.empty() ? "" : ", ") + or_dash(r.text(n, "node")) + " " +
+             integer(r.number(n, "from")) + " -> " + integer(r.number(n, "to")) +
+             " (target in " + rate(r.number(n, "target_in")) + ", true rate " +
+             rate(r.number(n, "true_rate")) + " per instance)";
+  }
+  return or_dash(r.text(a, "time")) + ": " + (nodes.empty() ? std::string("no data") : nodes) +
+         "; " + or_dash(r.text(a, "outcome"));
 }
 
 } // namespace
@@ -231,6 +254,8 @@ Result<StatusView> parse_status_view(std::string_view json) {
   if (f.kind == state::Kind::Map)
     v.failure = FailureView{r.text(f, "node"), r.text(f, "task"), r.text(f, "message"),
                             r.text(f, "time")};
+  if (state::Value a = r.field(top, "autoscale"); a.kind == state::Kind::Map)
+    v.autoscale = autoscale_line(r, a);
   state::Value ops = r.field(top, "operators");
   for (std::uint32_t n = 0; ops.kind == state::Kind::Array && n < ops.size; ++n) {
     const state::Value& o = ops.array[n];

@@ -57,6 +57,9 @@ struct StatusView {
   std::optional<std::string> id, name, state, started, updated, last_checkpoint;
   Figure coordinator_pid, restarts, checkpoints_completed, checkpoints_failed;
   std::optional<FailureView> failure;
+  // The autoscaler's last decision, as one line: "05:40:01Z slow 1 -> 2 (target in 2000/s, true
+  // rate 1400/s per instance); rescaling to slow=2"; absent without one.
+  std::optional<std::string> autoscale;
   std::vector<OperatorView> operators;
 };
 

@@ -28,6 +28,8 @@ void ClientCommands::handle(const std::string& identity, const transport::Contro
         .set("checkpoints_failed", std::to_string(checkpoints_.failed_count()))
         .set("last_checkpoint", latest ? latest->string() : "")
         .set("restarts", std::to_string(job_control_.restarts()));
+    if (autoscale_)
+      if (auto last = autoscale_(); !last.empty()) answer.set("autoscale", last);
   } else if (m.type == "STOP_JOB") {
     log_.warn("stop requested by streamctl stop --drain: stopping the job gracefully");
     job_control_.drain();
@@ -39,10 +41,15 @@ void ClientCommands::handle(const std::string& identity, const transport::Contro
   }
 }
 
-void ClientCommands::request_rescale(const std::string& client, const std::string& changes) {
+Result<LoadedJob> ClientCommands::plan_checked(const std::string& changes) const {
   auto next = plan_rescale(job_, changes, limits_);
   if (next && placement_check_)
     if (auto why = placement_check_(*next)) next = Failure{*why};
+  return next;
+}
+
+void ClientCommands::request_rescale(const std::string& client, const std::string& changes) {
+  auto next = plan_checked(changes);
   if (!next) {
     // A request that can never work (exit 2), as against a job not ready for one (exit 1).
     control_.send(
@@ -54,13 +61,26 @@ void ClientCommands::request_rescale(const std::string& client, const std::strin
     control_.send(client, transport::ControlMessage{"ERROR", {}}.set("message", *busy));
     return;
   }
+  start_rescale(client, std::move(*next));
+}
+
+std::optional<std::string> ClientCommands::rescale(const std::string& changes) {
+  auto next = plan_checked(changes);
+  if (!next) return next.error();
+  if (auto busy = why_no_savepoint_now()) return busy;
+  start_rescale({}, std::move(*next));
+  return std::nullopt;
+}
+
+void ClientCommands::start_rescale(const std::string& client, LoadedJob next) {
   checkpoints_.abort_pending("a rescale was requested", false);
-  log_.warn("rescale requested: taking a savepoint, then restarting with the new parallelism");
+  log_.warn("rescale requested{}: taking a savepoint, then restarting with the new parallelism",
+            client.empty() ? " by the autoscaler" : "");
   checkpoints_.trigger({.dir = checkpoints_.savepoint_dir(),
                         .savepoint = true,
                         .stop_after = true,
                         .client = client,
-                        .rescaled = std::move(*next)});
+                        .rescaled = std::move(next)});
 }
 
 // `streamctl savepoint JOB [--dir]`, and `stop JOB` (a savepoint, then the job halts).

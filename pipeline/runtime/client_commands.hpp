@@ -18,6 +18,7 @@
 #include "pipeline/runtime/metrics_view.hpp"
 #include "pipeline/runtime/worker_pool.hpp"
 #include "pipeline/spec/worker_limits.hpp"
+#include "state/error.hpp"
 
 namespace streamctl::runtime {
 
@@ -53,16 +54,26 @@ public:
   void set_placement_check(PlacementCheck check) { placement_check_ = std::move(check); }
   // What `status` shows of the job's operators (the coordinator's MetricsBook).
   void set_metrics(std::function<JobMetrics()> metrics) { metrics_ = std::move(metrics); }
+  // The autoscaler's last decision for `status`, a JSON object or "" (autoscaler.hpp).
+  void set_autoscale_status(std::function<std::string()> last) { autoscale_ = std::move(last); }
 
   static bool is_client_command(const transport::ControlMessage& m);
   // `identity`: the client's ROUTER identity, to reply to.
   void handle(const std::string& identity, const transport::ControlMessage& m);
 
-private:
-  void request_rescale(const std::string& client, const std::string& changes);
-  void request_savepoint(const std::string& client, const std::string& dir, bool stop_after);
+  // The autoscaler's rescale to `changes` ("NODE=N" lines), as `streamctl rescale` but with no
+  // client to answer: why it cannot start, if it cannot (the job goes on unchanged). One that
+  // starts and fails later (its savepoint) is logged and leaves the job at its parallelism.
+  std::optional<std::string> rescale(const std::string& changes);
   // Why a savepoint asked for now (savepoint, stop, rescale) cannot be taken, if it cannot.
   std::optional<std::string> why_no_savepoint_now() const;
+
+private:
+  void request_rescale(const std::string& client, const std::string& changes);
+  // The rescale's next job, checked; or why it can never be.
+  Result<LoadedJob> plan_checked(const std::string& changes) const;
+  void start_rescale(const std::string& client, LoadedJob next);
+  void request_savepoint(const std::string& client, const std::string& dir, bool stop_after);
 
   const LoadedJob& job_;
   const pipeline::WorkerLimits& limits_;
@@ -73,6 +84,7 @@ private:
   spdlog::logger& log_;
   PlacementCheck placement_check_;
   std::function<JobMetrics()> metrics_;
+  std::function<std::string()> autoscale_;
 };
 
 } // namespace streamctl::runtime

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "operators/wall_clock.hpp"
+#include "pipeline/runtime/autoscaler.hpp"
 #include "pipeline/runtime/checkpoint_coordinator.hpp"
 #include "pipeline/runtime/checkpoint_dir_lock.hpp"
 #include "pipeline/runtime/client_commands.hpp"
@@ -124,6 +125,7 @@ public:
       }
       return std::nullopt;
     });
+    start_autoscaler();
     supervisor_ = std::make_unique<Supervisor>(restart_, signals_, control_, workers_, *state_,
                                                *checkpoints_, *commands_, uploads_.get(), snapshot_server_, log_);
 
@@ -316,6 +318,7 @@ private:
 
   void supervise() {
     auto next_progress = Clock::now() + kProgressEvery;
+    if (autoscaler_) autoscaler_->attempt_flowing(Clock::now());
     while (!workers_.all_finished()) {
       if (!supervisor_->poll_once(until_next_duty())) return;
       auto now = Clock::now();
@@ -323,6 +326,7 @@ private:
       checkpoints_->maybe_trigger(now, state_->stopping());
       checkpoints_->check_timeout(now);
       publish_metrics(now);
+      if (autoscaler_) autoscaler_->tick(now);
       if (state_->interrupted()) return;
       if (now >= next_progress) {
         log_.info("progress: {}", describe_totals());
@@ -443,6 +447,20 @@ private:
     return metrics_book_.view(job_, workers_.tasks(), facts, Clock::now(), operators::wall_clock_ms());
   }
 
+  // [autoscale] enabled (or `run --autoscale`): rescales through the client commands.
+  void start_autoscaler() {
+    auto settings = autoscale_settings_of(job_.spec);
+    if (!settings.enabled) return;
+    autoscaler_ = std::make_unique<Autoscaler>(
+        job_, settings,
+        AutoscaleHooks{[this] { return current_metrics(); },
+                       [this] { return commands_->why_no_savepoint_now(); },
+                       [this] { return checkpoints_->pending(); },
+                       [this](const std::string& changes) { return commands_->rescale(changes); }},
+        log_);
+    commands_->set_autoscale_status([this] { return autoscaler_->last_decision_json(); });
+  }
+
   // What /metrics answers until the next publish: about once a second, and the final figures.
   void publish_metrics(Clock::time_point now, bool final = false) {
     if (!metrics_server_ || (!final && now < next_metrics_)) return;
@@ -478,6 +496,7 @@ private:
   Clock::time_point next_metrics_;
   std::unique_ptr<SnapshotReceiver> uploads_; // storage = "coordinator" with hosts
   std::unique_ptr<Supervisor> supervisor_;
+  std::unique_ptr<Autoscaler> autoscaler_; // [autoscale] enabled
   SnapshotServer snapshot_server_; // the running attempt's snapshot, to workers that cannot read it
   RefusalLog refusals_; // peers without the job's keys, refused by the control socket
   std::string control_endpoint_; // for clients (and local workers of a job without hosts)

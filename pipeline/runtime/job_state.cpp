@@ -1,6 +1,7 @@
 #include "pipeline/runtime/job_state.hpp"
 
 #include <ctime>
+#include <utility>
 
 #include "state/error.hpp"
 
@@ -121,12 +122,13 @@ LoadedJob JobState::take_rescaled() {
 
 void JobState::attempt_flowing(const std::filesystem::path& snapshot,
                                const std::string& parallelism) {
-  if (rescale_client_.empty()) return;
+  if (!std::exchange(rescaled_, false)) return;
   auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - rescale_halted_).count();
   log_.info(
       "rescaled in {} ms (from the savepoint that stopped the sources to records flowing again)",
       ms);
+  if (rescale_client_.empty()) return; // the autoscaler's
   control_.send(rescale_client_, transport::ControlMessage{"OK", {}}
                                      .set("path", snapshot.string())
                                      .set("parallelism", parallelism)
@@ -147,6 +149,7 @@ void JobState::checkpoint_completed(const std::filesystem::path& dir) {
 
 void JobState::rescale_ready(LoadedJob next, const std::string& client, Clock::time_point halted) {
   rescale_halted_ = halted;
+  rescaled_ = true;
   rescale_to_ = std::move(next);
   rescale_client_ = client;
 }

@@ -113,6 +113,7 @@ private:
   std::optional<LoadedJob> rescale_to_;
   std::string rescale_client_;
   Clock::time_point rescale_halted_{};
+  bool rescaled_ = false; // until the rescaled attempt's records flow
 };
 
 } // namespace streamctl::runtime

@@ -222,3 +222,22 @@ TEST_CASE("status view: human units", "[cli]") {
   for (double n : {0.0, 1.0, 9.96, 999.4, 999.6, 1e5, 9.9e5, 1e15, 18446744073709551615.0})
     CHECK(human_count(n).size() <= 6);
 }
+
+TEST_CASE("status view: the autoscaler's last decision is one line", "[cli]") {
+  const std::string json = R"({"id": "j", "state": "running", "autoscale": {
+    "time": "2026-12-02T05:40:01Z", "outcome": "rescaling to slow=2",
+    "nodes": [{"node": "slow", "from": 1, "to": 2, "target_in": 800.0, "true_rate": 767.4,
+               "required": 1.5}]}})";
+  auto view = parse_status_view(json);
+  REQUIRE(view);
+  REQUIRE(view->autoscale);
+  CHECK(*view->autoscale == "2026-12-02T05:40:01Z: slow 1 -> 2 (target in 800/s, true rate "
+                            "767/s per instance); rescaling to slow=2");
+  CHECK(format_status(*view).find("  autoscale: 2026-12-02T05:40:01Z: slow 1 -> 2") !=
+        std::string::npos);
+
+  auto none = parse_status_view(R"({"id": "j", "state": "running"})");
+  REQUIRE(none);
+  CHECK_FALSE(none->autoscale);
+  CHECK(format_status(*none).find("autoscale") == std::string::npos);
+}
