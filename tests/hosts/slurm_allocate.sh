@@ -42,14 +42,6 @@ type = "stdout"
 inputs = ["per_key"]
 TOML
 
-queue_empty_within() { # SECONDS: the released allocation leaves the queue (COMPLETING first)
-  local deadline=$((SECONDS + $1))
-  until [[ -z "$(squeue -h)" ]]; do
-    ((SECONDS < deadline)) || { squeue >&2; return 1; }
-    sleep 0.2
-  done
-}
-
 "$STREAMCTL" run "$WORK/keyed.toml" >"$WORK/local.out" 2>"$WORK/local.err" || fail "the job on one host failed: $(tail -3 "$WORK/local.err")"
 [[ -s "$WORK/local.out" ]] || fail "the job on one host wrote nothing"
 
@@ -65,7 +57,7 @@ cmp -s <(canonical <"$WORK/local.out") <(canonical <"$WORK/nodes.out") ||
   fail "its own allocation gave other output than one host: $(diff <(canonical <"$WORK/local.out") <(canonical <"$WORK/nodes.out") | head -5)"
 grep "placement: " "$WORK/nodes.err" | sed 's/.*placement: /placement: /' >"$WORK/placement"
 for host in h1 h2 h3; do assert_contains "$WORK/placement" "$host: "; done
-queue_empty_within 10 || fail "the allocation was not released: $(squeue)"
+slurm_wait_queue_empty 10 || fail "the allocation was not released"
 for host in h1 h2 h3; do slurm_wait_only_daemons "$host" 10 || fail "processes left on $host"; done
 assert_no_processes_left
 
@@ -75,7 +67,7 @@ assert_no_processes_left
 assert_contains "$WORK/tasks.err" "salloc --ntasks=6"
 cmp -s <(canonical <"$WORK/local.out") <(canonical <"$WORK/tasks.out") ||
   fail "the --ntasks allocation gave other output than one host"
-queue_empty_within 10 || fail "the --ntasks allocation was not released: $(squeue)"
+slurm_wait_queue_empty 10 || fail "the --ntasks allocation was not released"
 assert_no_processes_left
 
 # salloc's refusals end the job before anything starts (exit 2), in salloc's words.
@@ -87,7 +79,7 @@ assert_contains "$WORK/err" "invalid partition"
 run_expect 2 "$STREAMCTL" run --launcher slurm --set cluster.nodes=9 "$WORK/keyed.toml"
 assert_contains "$WORK/err" "salloc --nodes=9\`: salloc was granted no allocation within 60 s"
 assert_contains "$WORK/err" "Pending job allocation"
-queue_empty_within 10 || fail "a refused request left a job: $(squeue)"
+slurm_wait_queue_empty 10 || fail "a refused request left a job"
 assert_no_processes_left
 
 # kill -9 of the coordinator mid-job: salloc's stdin closes (its `cat` ends) and PDEATHSIG
@@ -131,7 +123,7 @@ kill -9 "$coordinator"
 set +e
 wait "$coordinator"
 set -e
-queue_empty_within 20 || fail "kill -9 of the coordinator left its allocation: $(squeue)"
+slurm_wait_queue_empty 20 || fail "kill -9 of the coordinator left its allocation"
 # salloc itself ends too (a salloc given SIGTERM there was seen to spin on forever).
 deadline=$((SECONDS + 15))
 while [[ "$(ps -o stat= -p "$salloc_pid" || true)" =~ ^[^Z] ]]; do # a zombie has ended
@@ -150,7 +142,7 @@ set +e
 wait "$coordinator"
 set -e
 assert_contains "$WORK/int.err" "slurm: released job "
-queue_empty_within 10 || fail "SIGINT left the allocation: $(squeue)"
+slurm_wait_queue_empty 10 || fail "SIGINT left the allocation"
 for host in h1 h2 h3; do slurm_wait_only_daemons "$host" 15 || fail "processes left on $host after SIGINT"; done
 assert_no_processes_left
 echo "slurm_allocate: ok"

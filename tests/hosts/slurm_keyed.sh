@@ -80,6 +80,6 @@ sbatch --wait --parsable -N 3 -o "$WORK/sbatch.slurm-out" "$WORK/job.sbatch" >"$
 cmp -s <(canonical <"$WORK/local.out") <(canonical <"$WORK/sbatch.out") ||
   fail "the sbatch job gave other output than one host: $(diff <(canonical <"$WORK/local.out") <(canonical <"$WORK/sbatch.out") | head -5)"
 for host in h1 h2 h3; do slurm_wait_only_daemons "$host" 10 || fail "processes left on $host"; done
-[[ -z "$(squeue -h)" ]] || fail "jobs left in the queue: $(squeue)"
+slurm_wait_queue_empty 15 || fail "jobs left in the queue"
 assert_no_processes_left
 echo "slurm_keyed: ok"

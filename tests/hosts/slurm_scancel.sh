@@ -57,7 +57,7 @@ assert_eq 1 "$code" "exit code of the job whose allocation was cancelled"
 assert_contains "$WORK/long.err" "has been revoked"
 assert_contains "$WORK/long.err" "failed: worker for gen -> keyed"
 for host in h1 h2 h3; do slurm_wait_only_daemons "$host" 10 || fail "processes left on $host"; done
-[[ -z "$(squeue -h)" ]] || fail "jobs left in the queue: $(squeue)"
+slurm_wait_queue_empty 15 || fail "jobs left in the queue"
 assert_no_processes_left
 
 # With restarts the job tries the allocation's nodes again, finds none (the allocation is
@@ -77,7 +77,7 @@ assert_eq 1 "$code" "exit code of the restarting job whose allocation was cancel
 assert_contains "$WORK/restarting.err" "no host is left to restart the job on"
 for host in h1 h2 h3; do assert_contains "$WORK/restarting.err" "node '$host': the probe step exited"; done
 for host in h1 h2 h3; do slurm_wait_only_daemons "$host" 10 || fail "processes left on $host"; done
-[[ -z "$(squeue -h)" ]] || fail "jobs left in the queue: $(squeue)"
+slurm_wait_queue_empty 15 || fail "jobs left in the queue"
 assert_no_processes_left
 
 # kill -9 of the coordinator: its sruns die with it (PR_SET_PDEATHSIG), slurmd ends their
@@ -92,8 +92,7 @@ set +e
 wait "$salloc_pid"
 set -e
 for host in h1 h2 h3; do slurm_wait_only_daemons "$host" 15 || fail "processes left on $host after kill -9 of the coordinator"; done
-deadline=$((SECONDS + 15))
-until [[ -z "$(squeue -h)" ]]; do ((SECONDS < deadline)) || fail "jobs left in the queue: $(squeue)"; sleep 0.2; done
+slurm_wait_queue_empty 15 || fail "jobs left in the queue after kill -9 of the coordinator"
 assert_no_processes_left
 
 # One node of 2 slots cannot take 4 spread chains: refused before any worker starts.

@@ -164,3 +164,19 @@ slurm_wait_only_daemons() {
     sleep 0.1
   done
 }
+
+# Waits until Slurm's queue is empty. A cancelled or ended allocation passes through the
+# CG (completing) state while slurmd cleans up its steps, so an empty queue right after
+# salloc returns is not guaranteed; CI once saw job 1 still CG there.
+# slurm_wait_queue_empty SECONDS
+slurm_wait_queue_empty() {
+  local deadline=$((SECONDS + ${1:-15}))
+  until [[ -z "$(squeue -h)" ]]; do
+    if ((SECONDS >= deadline)); then
+      echo "jobs left in the queue:" >&2
+      squeue >&2
+      return 1
+    fi
+    sleep 0.2
+  done
+}
