@@ -8,6 +8,7 @@
 
 #include "cli/context.hpp"
 #include "cli/snapshot_command.hpp"
+#include "operators/connectors/registry.hpp"
 #include "state/error.hpp"
 
 #ifndef STREAMCTL_VERSION
@@ -25,7 +26,7 @@ int main(int argc, char** argv) {
   ::mallopt(M_MMAP_THRESHOLD, 64 << 20);
 
   cli::Context ctx;
-  operators::register_builtin_types(ctx.registry);
+  connectors::register_all_types(ctx.registry);
 
   CLI::App app{"streamctl - a stream processor: TOML pipelines of sources, operators and sinks,\n"
                "run as worker processes linked by ZeroMQ. See streamctl(1)."};

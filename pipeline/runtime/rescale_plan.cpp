@@ -2,7 +2,7 @@
 
 #include <optional>
 
-#include "operators/registry.hpp"
+#include "operators/connectors/registry.hpp"
 #include "pipeline/runtime/host_limits.hpp"
 
 namespace streamctl::runtime {
@@ -32,7 +32,7 @@ Result<LoadedJob> plan_rescale(const LoadedJob& job, const std::string& changes,
   std::optional<LoadedJob> next;
   try {
     operators::Registry registry;
-    operators::register_builtin_types(registry);
+    connectors::register_all_types(registry);
     next = load_job_text(job.text, job.spec.file.string(), job.spec.base_dir, all, registry);
     enforce_worker_limits(*next, limits);
   } catch (const Error& e) {

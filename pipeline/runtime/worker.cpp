@@ -8,7 +8,7 @@
 
 #include <zmq.hpp>
 
-#include "operators/registry.hpp"
+#include "operators/connectors/registry.hpp"
 #include "pipeline/runtime/async_snapshot_writer.hpp"
 #include "pipeline/runtime/barrier_aligner.hpp"
 #include "pipeline/runtime/checkpoint_restore.hpp"
@@ -162,7 +162,7 @@ private:
       for (std::string o; std::getline(list, o, '\0');) overrides.push_back(o);
     }
     registry_ = std::make_unique<operators::Registry>();
-    operators::register_builtin_types(*registry_);
+    connectors::register_all_types(*registry_);
     job_ = std::make_unique<LoadedJob>(load_job_text(text, options_.file_name, options_.base_dir, overrides, *registry_));
     settings_ = settings_of(job_->spec);
     if (options_.task < 0 || static_cast<std::size_t>(options_.task) >= job_->plan.tasks.size())
