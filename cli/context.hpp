@@ -55,5 +55,6 @@ int take_savepoint(Context& ctx, const std::string& job, const std::string& dir,
 void add_restart_command(CLI::App& app, Context& ctx);
 void add_rescale_command(CLI::App& app, Context& ctx);
 void add_top_command(CLI::App& app, Context& ctx);
+void add_tap_command(CLI::App& app, Context& ctx);
 
 } // namespace streamctl::cli

@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   cli::add_list_command(app, ctx);
   cli::add_status_command(app, ctx);
   cli::add_top_command(app, ctx);
+  cli::add_tap_command(app, ctx);
   cli::add_stop_command(app, ctx);
   cli::add_cancel_command(app, ctx);
   cli::add_savepoint_command(app, ctx);

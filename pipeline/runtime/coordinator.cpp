@@ -28,6 +28,7 @@
 #include "pipeline/runtime/snapshot_server.hpp"
 #include "pipeline/runtime/spool_janitor.hpp"
 #include "pipeline/runtime/supervisor.hpp"
+#include "pipeline/runtime/tap_relay.hpp"
 #include "pipeline/runtime/worker_bootstrap.hpp"
 #include "pipeline/runtime/worker_pool.hpp"
 #include "pipeline/spec/schema_check.hpp"
@@ -50,6 +51,7 @@ constexpr auto kProgressEvery = 10s;
 //   JobState                    where the job stands, the transitions that end an attempt, job.json
 //   CheckpointCoordinator       checkpoints and savepoints
 //   ClientCommands              `status`, `stop`, `cancel`, `savepoint`, `rescale`
+//   TapRelay                    `tap`: copies of a node's records to a client
 //
 // Not thread-safe: the thread that calls run() is the only one that touches it.
 class Coordinator {
@@ -126,8 +128,10 @@ public:
       return std::nullopt;
     });
     start_autoscaler();
+    taps_ = std::make_unique<TapRelay>(job_, workers_, control_);
     supervisor_ = std::make_unique<Supervisor>(restart_, signals_, control_, workers_, *state_,
-                                               *checkpoints_, *commands_, uploads_.get(), snapshot_server_, log_);
+                                               *checkpoints_, *commands_, *taps_, uploads_.get(),
+                                               snapshot_server_, log_);
 
     for (;;) {
       launch();
@@ -145,6 +149,7 @@ public:
     for (auto& s : final_figures.subtasks) s.pid = 0; // every worker has exited
     registration_->set_final_report(status_json(job_, final_figures), state_->failure());
     state_->record_end();
+    taps_->end_all("the job has ended");
     publish_metrics(Clock::now(), true);
     return state_->outcome();
   }
@@ -491,6 +496,7 @@ private:
   std::unique_ptr<JobState> state_;
   std::unique_ptr<CheckpointCoordinator> checkpoints_;
   std::unique_ptr<ClientCommands> commands_;
+  std::unique_ptr<TapRelay> taps_; // `streamctl tap`
   MetricsBook metrics_book_;
   std::unique_ptr<MetricsServer> metrics_server_; // [metrics] listen
   Clock::time_point next_metrics_;

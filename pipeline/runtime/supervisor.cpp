@@ -51,6 +51,8 @@ void Supervisor::dispatch(const ControlChannel::Incoming& in) {
   }
   if (ClientCommands::is_client_command(*in.message))
     commands_.handle(in.identity, *in.message);
+  else if (TapRelay::is_client_message(*in.message))
+    taps_.on_client(in.identity, *in.message);
   else if (is_snapshot_upload(in.message->type))
     handle_upload(in);
   else
@@ -92,6 +94,8 @@ void Supervisor::handle_message(const transport::ControlMessage& m) {
     t.latency = decode_latency(m.get("latency"));
     // A finished task takes no more checkpoints; the end of the job commits everything.
     checkpoints_.abort_pending(t.label + " finished its input first", false);
+  } else if (m.type == "TAPPED") {
+    taps_.on_tapped(m);
   } else if (m.type == "ACK") {
     checkpoints_.on_ack(*index, m);
   } else if (m.type == "DECLINE") {

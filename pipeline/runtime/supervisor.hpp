@@ -21,6 +21,7 @@
 #include "pipeline/runtime/signal_channel.hpp"
 #include "pipeline/runtime/snapshot_receiver.hpp"
 #include "pipeline/runtime/snapshot_server.hpp"
+#include "pipeline/runtime/tap_relay.hpp"
 #include "pipeline/runtime/worker_pool.hpp"
 
 namespace streamctl::runtime {
@@ -32,10 +33,10 @@ public:
   // `snapshot_server`: answers the FETCHes of workers that restore from this host's storage.
   Supervisor(const RestartSettings& restart, SignalChannel& signals, ControlChannel& control,
              WorkerPool& workers, JobState& state, CheckpointCoordinator& checkpoints,
-             ClientCommands& commands, SnapshotReceiver* uploads, SnapshotServer& snapshot_server,
-             spdlog::logger& log)
+             ClientCommands& commands, TapRelay& taps, SnapshotReceiver* uploads,
+             SnapshotServer& snapshot_server, spdlog::logger& log)
       : restart_(restart), signals_(signals), control_(control), workers_(workers), state_(state),
-        checkpoints_(checkpoints), commands_(commands), uploads_(uploads),
+        checkpoints_(checkpoints), commands_(commands), taps_(taps), uploads_(uploads),
         snapshot_server_(snapshot_server), log_(log) {}
 
   // Handles what arrives within `timeout`. False when the running attempt must end
@@ -62,6 +63,7 @@ private:
   JobState& state_;
   CheckpointCoordinator& checkpoints_;
   ClientCommands& commands_;
+  TapRelay& taps_;
   SnapshotReceiver* uploads_;
   SnapshotServer& snapshot_server_;
   spdlog::logger& log_;

@@ -63,11 +63,13 @@ TaskChain::TaskChain(const pipeline::PipelineSpec& spec, const pipeline::Physica
 void TaskChain::push(const state::Batch& in, const Emit& emit, int input) {
   if (source_) metrics_[0].records_out += in.size();
   if (!assigner_) {
+    if (source_) offer_to_tap(0, in);
     run_from(0, in, emit, input);
     return;
   }
   stamped_.clear();
   assigner_->assign(in, stamped_, contexts_[0], source_->last_poll_origins());
+  offer_to_tap(0, stamped_);
   run_from(0, stamped_, emit);
 }
 
@@ -81,6 +83,7 @@ void TaskChain::pass_on_fired(std::size_t k, state::Batch& out) {
   if (firing_emit_ == nullptr || out.empty()) return;
   const std::size_t offset = source_ ? 1 : 0;
   metrics_[offset + k].records_out += out.size();
+  offer_to_tap(offset + k, out);
   run_from(k + 1, out, *firing_emit_);
   out.clear();
 }
@@ -129,6 +132,7 @@ void TaskChain::run_from(std::size_t first_operator, const state::Batch& in, con
     if (k == 0) operators_[k]->process_input(input, *current, scratch_[k]);
     else operators_[k]->process(*current, scratch_[k]);
     metrics_[offset + k].records_out += scratch_[k].size();
+    offer_to_tap(offset + k, scratch_[k]);
     current = &scratch_[k];
     if (current->empty()) break;
   }
@@ -136,6 +140,7 @@ void TaskChain::run_from(std::size_t first_operator, const state::Batch& in, con
   if (current->empty()) return;
   if (sink_) {
     metrics_.back().records_in += current->size();
+    offer_to_tap(metrics_.size() - 1, *current); // a sink's tap shows what it writes
     sink_->write(*current);
   } else {
     emit(*current, pipeline::kMainOutput);

@@ -17,6 +17,7 @@
 #include "operators/record_error_policy.hpp"
 #include "operators/registry.hpp"
 #include "pipeline/runtime/field_presence.hpp"
+#include "pipeline/runtime/record_tap.hpp"
 #include "pipeline/spec/plan.hpp"
 #include "state/key_group.hpp"
 #include "state/snapshot_format.hpp"
@@ -107,6 +108,10 @@ public:
   // Every node's counters, and with `with_state` what each operator holds (which may walk
   // the state: about once a second, not per batch).
   std::vector<NodeMetrics> metrics(bool with_state = false) const;
+  // Copies of the records leaving each node go to `tap` while it has a tap open
+  // (record_tap.hpp); `tap` must outlive the chain. None: no copies.
+  void set_tap(RecordTap* tap) { tap_ = tap; }
+
   // Which read fields the operators' first input records lacked (field_presence.hpp).
   const FieldPresence& field_presence() const { return presence_; }
 
@@ -120,8 +125,13 @@ private:
   template <typename F> void fire_operator(std::size_t k, const Emit& emit, F&& fire);
   // What operators_[k]'s pass_on_fired does: while firing_emit_ is set, passes `out` on.
   void pass_on_fired(std::size_t k, state::Batch& out);
+  // Offers the batch leaving the node at chain `position` to the tap, if one is open.
+  void offer_to_tap(std::size_t position, const state::Batch& batch) {
+    if (tap_ != nullptr && tap_->active()) tap_->offer(position, batch);
+  }
 
   const pipeline::PipelineSpec& spec_;
+  RecordTap* tap_ = nullptr;
   std::string label_;
   std::vector<std::size_t> node_indices_;
   std::vector<std::unique_ptr<operators::RecordErrorPolicy>> errors_; // one per node

@@ -96,6 +96,7 @@ public:
       if (router_) router_->send_end_of_input();
       log_.debug("{} finished: sent {} records in {} batches", chain_->label(), router_->records_sent(),
                  router_->batches_sent());
+      send_tapped(Clock::now(), /*all=*/true);
       transport::ControlMessage finished{"FINISHED", {}};
       finished.set("metrics", encode_metrics(chain_->metrics(/*with_state=*/true)));
       load(Clock::now()).write_to(finished);
@@ -172,6 +173,8 @@ private:
     auto warn = [this](const std::string& message) { log_.warn("{}", message); };
     chain_ = std::make_unique<TaskChain>(job_->spec, job_->plan, task_, *registry_, names_, warn, options_.spool_dir,
                                          options_.run_tag);
+    tap_ = std::make_unique<RecordTap>(chain_->node_names(), names_);
+    chain_->set_tap(tap_.get());
     if (!options_.restore.empty()) restore_chain();
     exactly_once_ = job_->spec.root["checkpoint"]["mode"].value_or(std::string("exactly-once")) != "at-least-once";
 
@@ -562,6 +565,7 @@ private:
   }
 
   void heartbeat(Clock::time_point now) {
+    send_tapped(now);
     if (now - last_heartbeat_ < kHeartbeatEvery) return;
     last_heartbeat_ = now;
     transport::ControlMessage beat{"HEARTBEAT", {}};
@@ -569,6 +573,13 @@ private:
     load(now).write_to(beat);
     if (!latency_.empty()) beat.set("latency", encode_latency(latency_figures()));
     send(beat);
+  }
+
+  // Copies of records for `streamctl tap` (tap_protocol.hpp), every kTapFlushEvery or `all`
+  // that wait.
+  void send_tapped(Clock::time_point now, bool all = false) {
+    if (!tap_ || !tap_->active()) return;
+    for (auto& m : tap_->take_due(now, all)) send(std::move(m));
   }
 
   // --- Latency markers ([metrics] latency_interval; transport/frame.hpp) ---
@@ -645,6 +656,8 @@ private:
     if (message.type == "CANCEL") throw Cancelled{};
     if (message.type == "HALT") throw Halted{};
     if (message.type == "STOP") stop_requested_ = true;
+    if (message.type == "TAP" && tap_) tap_->open(message, Clock::now());
+    if (message.type == "UNTAP" && tap_) tap_->close(message.get("tap"));
     if (message.type == "RESUME" && !exhausted_) source_halted_ = false;
     if (message.type == "TRIGGER" && chain_ && message.get("final") == "1") {
       transport::BarrierPayload barrier;
@@ -683,6 +696,7 @@ private:
   RuntimeSettings settings_;
   pipeline::Task task_;
   state::FieldNames names_;
+  std::unique_ptr<RecordTap> tap_; // before chain_, which points at it
   std::unique_ptr<TaskChain> chain_;
   std::unique_ptr<transport::InputGate> gate_;
   std::unique_ptr<OutputRouter> router_;
