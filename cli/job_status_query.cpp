@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string_view>
+#include <vector>
 
 #include "pipeline/runtime/job_client.hpp"
 #include "state/batch.hpp"
@@ -34,6 +36,7 @@ std::string job_status_json(const runtime::JobEntry& entry) {
   std::string state = entry.state;
   std::string last_checkpoint = entry.last_checkpoint;
   std::string extra; // the reply's job-wide figures, as they come: `status --json` shows them
+  std::vector<std::string> warnings = entry.warnings;
   if (entry.state == "running") {
     auto reply = runtime::ask_job(entry, transport::ControlMessage{"STATUS", {}});
     operators = reply.get("operators");
@@ -44,6 +47,18 @@ std::string job_status_json(const runtime::JobEntry& entry) {
     for (const char* key : {"restarts", "checkpoints_completed", "checkpoints_failed"})
       if (is_count(reply.get(key))) extra += ",\"" + std::string(key) + "\":" + reply.get(key);
     if (is_json_object(reply.get("autoscale"))) extra += ",\"autoscale\":" + reply.get("autoscale");
+    warnings.clear();
+    std::string_view lines = reply.get("warnings");
+    while (!lines.empty()) {
+      std::size_t end = std::min(lines.find('\n'), lines.size());
+      if (end > 0) warnings.emplace_back(lines.substr(0, end));
+      lines.remove_prefix(std::min(end + 1, lines.size()));
+    }
+  }
+  if (!warnings.empty()) {
+    extra += ",\"warnings\":[";
+    for (std::size_t k = 0; k < warnings.size(); ++k) extra += (k ? "," : "") + json_string(warnings[k]);
+    extra += "]";
   }
   if (entry.failure)
     extra += ",\"failure\":{\"node\":" + json_string(entry.failure->node) + ",\"task\":" +

@@ -191,6 +191,7 @@ std::string job_lines(const StatusView& v, std::string_view note) {
                                                             : *v.last_checkpoint) +
          "\n";
   if (v.autoscale) out += "  autoscale: " + *v.autoscale + "\n";
+  for (const auto& w : v.warnings) out += "  warning: " + w + "\n";
   if (v.failure) {
     const FailureView& f = *v.failure;
     std::string where;
@@ -256,6 +257,9 @@ Result<StatusView> parse_status_view(std::string_view json) {
                             r.text(f, "time")};
   if (state::Value a = r.field(top, "autoscale"); a.kind == state::Kind::Map)
     v.autoscale = autoscale_line(r, a);
+  state::Value warnings = r.field(top, "warnings");
+  for (std::uint32_t k = 0; warnings.kind == state::Kind::Array && k < warnings.size; ++k)
+    if (warnings.array[k].kind == state::Kind::String) v.warnings.emplace_back(warnings.array[k].str());
   state::Value ops = r.field(top, "operators");
   for (std::uint32_t n = 0; ops.kind == state::Kind::Array && n < ops.size; ++n) {
     const state::Value& o = ops.array[n];

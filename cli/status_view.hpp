@@ -60,6 +60,9 @@ struct StatusView {
   // The autoscaler's last decision, as one line: "05:40:01Z slow 1 -> 2 (target in 2000/s, true
   // rate 1400/s per instance); rescaling to slow=2"; absent without one.
   std::optional<std::string> autoscale;
+  // Warnings about the data: a node that passed on none of what it read, a field that no
+  // input record had (with file:line:col); so far while the job runs, at its end after.
+  std::vector<std::string> warnings;
   std::vector<OperatorView> operators;
 };
 

@@ -30,6 +30,11 @@ void ClientCommands::handle(const std::string& identity, const transport::Contro
         .set("restarts", std::to_string(job_control_.restarts()));
     if (autoscale_)
       if (auto last = autoscale_(); !last.empty()) answer.set("autoscale", last);
+    if (warnings_) {
+      std::string lines;
+      for (const auto& line : warnings_()) lines += line + "\n";
+      if (!lines.empty()) answer.set("warnings", lines);
+    }
   } else if (m.type == "STOP_JOB") {
     log_.warn("stop requested by streamctl stop --drain: stopping the job gracefully");
     job_control_.drain();

@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <spdlog/logger.h>
 
@@ -54,6 +55,9 @@ public:
   void set_placement_check(PlacementCheck check) { placement_check_ = std::move(check); }
   // What `status` shows of the job's operators (the coordinator's MetricsBook).
   void set_metrics(std::function<JobMetrics()> metrics) { metrics_ = std::move(metrics); }
+  // Warnings about the data so far for `status` (a node that passed on nothing, a field no
+  // record had), one line each.
+  void set_warnings(std::function<std::vector<std::string>()> warnings) { warnings_ = std::move(warnings); }
   // The autoscaler's last decision for `status`, a JSON object or "" (autoscaler.hpp).
   void set_autoscale_status(std::function<std::string()> last) { autoscale_ = std::move(last); }
 
@@ -85,6 +89,7 @@ private:
   PlacementCheck placement_check_;
   std::function<JobMetrics()> metrics_;
   std::function<std::string()> autoscale_;
+  std::function<std::vector<std::string>()> warnings_;
 };
 
 } // namespace streamctl::runtime

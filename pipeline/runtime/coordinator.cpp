@@ -115,6 +115,7 @@ public:
     // The workers send their snapshot files here (snapshot_receiver.hpp).
     if (snapshots_on_coordinator()) uploads_ = std::make_unique<SnapshotReceiver>(log_);
     commands_->set_metrics([this] { return current_metrics(); });
+    commands_->set_warnings([this] { return data_warnings(/*at_end=*/false); });
     checkpoints_->set_counts_of_task([this](const TaskRuntime& t, std::string_view counts) {
       return metrics_book_.checkpoint_counts(t.task->subtask, counts);
     });
@@ -147,7 +148,8 @@ public:
     spool_janitor_->sweep_ended();
     JobMetrics final_figures = current_metrics();
     for (auto& s : final_figures.subtasks) s.pid = 0; // every worker has exited
-    registration_->set_final_report(status_json(job_, final_figures), state_->failure());
+    registration_->set_final_report(status_json(job_, final_figures), state_->failure(),
+                                    state_->outcome().warnings);
     state_->record_end();
     taps_->end_all("the job has ended");
     publish_metrics(Clock::now(), true);
@@ -388,17 +390,28 @@ private:
     for (const auto& t : workers_.tasks())
       log_.debug("{}: {}", t.label, encode_metrics(t.metrics));
     log_.info("job {} finished: {}", registration_->id(), describe_totals());
+    for (auto& line : data_warnings(/*at_end=*/true)) {
+      log_.warn("{}", line);
+      state_->outcome().warnings.push_back(std::move(line));
+    }
+    spool_janitor_->sweep_drained();
+  }
+
+  // Warnings about the data (issue 10): what shed nodes dropped, a node that passed on none
+  // of what it read, a field that no input record had. At the end of the run every figure is
+  // final; while the job runs (`status`) only what enough records show: a filter must have
+  // read kFieldPresenceRecords records, and a field must be missing from that many.
+  std::vector<std::string> data_warnings(bool at_end) const {
     const auto totals = metrics_book_.totals(job_, workers_.tasks());
     std::vector<FieldPresenceReport> presence;
     for (const auto& t : workers_.tasks())
       presence.insert(presence.end(), t.field_presence.begin(), t.field_presence.end());
-    for (auto lines : {describe_shedding(job_.spec, totals), describe_silent_drops(job_.spec, totals),
-                       describe_unseen_fields(job_.spec, presence)})
-      for (auto& line : lines) {
-        log_.warn("{}", line);
-        state_->outcome().warnings.push_back(std::move(line));
-      }
-    spool_janitor_->sweep_drained();
+    std::vector<std::string> lines;
+    if (at_end) lines = describe_shedding(job_.spec, totals);
+    for (auto part : {describe_silent_drops(job_.spec, totals, at_end ? 1 : kFieldPresenceRecords),
+                      describe_unseen_fields(job_.spec, at_end ? presence : settled_reports(presence))})
+      for (auto& line : part) lines.push_back(std::move(line));
+    return lines;
   }
 
   // The job's last checkpoint, taken once every task has finished: true when it completed,

@@ -241,4 +241,13 @@ std::vector<std::string> describe_unseen_fields(const pipeline::PipelineSpec& sp
   return lines;
 }
 
+std::vector<FieldPresenceReport> settled_reports(const std::vector<FieldPresenceReport>& reports) {
+  std::map<std::pair<std::string, std::uint32_t>, std::uint64_t> checked;
+  for (const auto& r : reports) checked[{r.node, r.input}] += r.checked;
+  std::vector<FieldPresenceReport> settled;
+  for (const auto& r : reports)
+    if (checked[{r.node, r.input}] >= kFieldPresenceRecords) settled.push_back(r);
+  return settled;
+}
+
 } // namespace streamctl::runtime

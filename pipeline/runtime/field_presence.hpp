@@ -87,4 +87,9 @@ std::vector<FieldPresenceReport> decode_field_presence(std::string_view text);
 std::vector<std::string> describe_unseen_fields(const pipeline::PipelineSpec& spec,
                                                 const std::vector<FieldPresenceReport>& reports);
 
+// While the job runs, the reports that can be trusted yet: those of a node and input whose
+// subtasks have looked at kFieldPresenceRecords records in all. A field missing from fewer
+// may still come (`status` then says nothing rather than something wrong).
+std::vector<FieldPresenceReport> settled_reports(const std::vector<FieldPresenceReport>& reports);
+
 } // namespace streamctl::runtime

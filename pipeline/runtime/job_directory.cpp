@@ -58,6 +58,8 @@ std::optional<JobEntry> read_job(const std::filesystem::path& dir) {
   if (const state::Value* f = member(job, names.intern("failure")); f && f->kind == state::Kind::Map)
     entry.failure = FailureCause{string_of(member(*f, names.intern("node"))), string_of(member(*f, names.intern("task"))),
                                  string_of(member(*f, names.intern("message"))), string_of(member(*f, names.intern("time")))};
+  if (const state::Value* w = member(job, names.intern("warnings")); w && w->kind == state::Kind::Array)
+    for (std::uint32_t k = 0; k < w->size; ++k) entry.warnings.push_back(string_of(&w->array[k]));
   if (std::ifstream operators(dir / "operators.json"); operators) {
     std::ostringstream operators_text;
     operators_text << operators.rdbuf();

@@ -37,6 +37,8 @@ struct JobEntry {
   // `status --json` shows them (operators.json; empty when the job left none).
   std::optional<FailureCause> failure;
   std::string final_operators;
+  // Its end-of-run warnings about the data (job.json), one line each.
+  std::vector<std::string> warnings;
 };
 
 // Whether a process of this pid exists (a dead worker's pid may be another process's later).

@@ -134,6 +134,11 @@ void JobRegistration::update(const std::string& state, const std::map<std::strin
     json += ",\n  \"failure\": {\"node\": " + json_string(failure_->node) + ", \"task\": " +
             json_string(failure_->task) + ", \"message\": " + json_string(failure_->message) +
             ", \"time\": " + json_string(failure_->time) + "}";
+  if (!warnings_.empty()) {
+    json += ",\n  \"warnings\": [";
+    for (std::size_t k = 0; k < warnings_.size(); ++k) json += (k ? ", " : "") + json_string(warnings_[k]);
+    json += "]";
+  }
   json += ",\n  \"tasks\": [";
   bool first = true;
   for (const auto& [label, pid] : pids) {

@@ -49,11 +49,14 @@ public:
   // Rewrites job.json atomically (temp file, rename). A pid of 0 is a worker that has exited.
   void update(const std::string& state, const std::map<std::string, int>& pids);
   // What `status` shows of an ended job: its operators' last figures (status_json's array),
-  // written to operators.json, and for a failed job the cause, written into job.json. Set
-  // before the last update().
-  void set_final_report(std::string operators_json, std::optional<FailureCause> failure) {
+  // written to operators.json, for a failed job the cause, and the end-of-run warnings about
+  // the data (a node that dropped everything, a field no record had), written into job.json.
+  // Set before the last update().
+  void set_final_report(std::string operators_json, std::optional<FailureCause> failure,
+                        std::vector<std::string> warnings = {}) {
     final_operators_ = std::move(operators_json);
     failure_ = std::move(failure);
+    warnings_ = std::move(warnings);
   }
   void remove_sockets() const;
   // Whether job.json has been written.
@@ -76,6 +79,7 @@ private:
   std::string base_dir_;
   std::string final_operators_;
   std::optional<FailureCause> failure_;
+  std::vector<std::string> warnings_;
 };
 
 } // namespace streamctl::runtime

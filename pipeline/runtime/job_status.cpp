@@ -103,7 +103,8 @@ std::vector<std::string> describe_shedding(const pipeline::PipelineSpec& spec,
 }
 
 std::vector<std::string> describe_silent_drops(const pipeline::PipelineSpec& spec,
-                                               const std::vector<std::vector<NodeMetrics>>& per_task) {
+                                               const std::vector<std::vector<NodeMetrics>>& per_task,
+                                               std::uint64_t min_records) {
   std::vector<std::string> lines;
   for (const auto& node : spec.nodes) {
     if (node.type != "filter" && node.type != "flat_map" && node.type != "join") continue;
@@ -115,7 +116,7 @@ std::vector<std::string> describe_silent_drops(const pipeline::PipelineSpec& spe
           out += m.records_out;
           bad += m.bad_records;
         }
-    if (in == 0 || out != 0) continue;
+    if (in == 0 || in < min_records || out != 0) continue;
     // The node's table: a copied spec (the coordinator's) keeps no positions of its values.
     lines.push_back(pipeline::position_of(spec, node, "") + ": " + node.type + " '" +
                     node.name + "' passed on none of the " + std::to_string(in) +

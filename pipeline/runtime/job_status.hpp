@@ -33,8 +33,11 @@ std::vector<std::string> describe_shedding(const pipeline::PipelineSpec& spec,
 // misspelt field drops everything with exit 0): "FILE:LINE:COL: filter 'ok' passed on none
 // of the 1000 records it read", for the log's warnings. For the types whose empty output is a sign of a
 // mistake (filter, flat_map, join); a shed says what it dropped in describe_shedding.
+// `min_records`: only for a node that read at least that many (while a job runs, a filter
+// that has passed on nothing yet may just not have met a match).
 std::vector<std::string> describe_silent_drops(const pipeline::PipelineSpec& spec,
-                                               const std::vector<std::vector<NodeMetrics>>& per_task);
+                                               const std::vector<std::vector<NodeMetrics>>& per_task,
+                                               std::uint64_t min_records = 1);
 
 // "clicks=2, counts=4": every node's parallelism, for messages.
 std::string describe_parallelism(const pipeline::PipelineSpec& spec);

@@ -87,6 +87,7 @@ void Supervisor::handle_message(const transport::ControlMessage& m) {
   } else if (m.type == "HEARTBEAT") {
     t.record_report(t.last_seen, decode_metrics(m.get("metrics")), TaskLoad::read_from(m));
     t.latency = decode_latency(m.get("latency"));
+    if (m.fields.count("unseen_fields")) t.field_presence = decode_field_presence(m.get("unseen_fields"));
   } else if (m.type == "FINISHED") {
     t.finished = true;
     t.record_report(t.last_seen, decode_metrics(m.get("metrics")), TaskLoad::read_from(m));

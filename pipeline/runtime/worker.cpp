@@ -572,6 +572,9 @@ private:
     beat.set("metrics", encode_metrics(chain_->metrics(/*with_state=*/true)));
     load(now).write_to(beat);
     if (!latency_.empty()) beat.set("latency", encode_latency(latency_figures()));
+    // For `status` while the job runs (a few short lines; FINISHED sends the final ones).
+    if (auto presence = chain_->field_presence().reports(); !presence.empty())
+      beat.set("unseen_fields", encode_field_presence(presence));
     send(beat);
   }
 
