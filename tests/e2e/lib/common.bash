@@ -89,3 +89,31 @@ for i in range(n):
 print("\n".join(out))
 PY
 }
+
+# Peers for the tcp and zmq sinks (lib/sink_peers.py): a free local TCP port, and a peer that
+# writes what it receives to OUT. start_peer KIND ARGS... runs it in the background (its OUT
+# under $WORK, so cleanup ends it) and waits until it listens; PEER_PID is its pid.
+free_port() {
+  python3 "$SOURCE_DIR/tests/e2e/lib/sink_peers.py" free-port
+}
+start_peer() {
+  local out=$3 # tcp PORT OUT, pull|sub ENDPOINT OUT
+  python3 "$SOURCE_DIR/tests/e2e/lib/sink_peers.py" "$@" &
+  PEER_PID=$!
+  wait_for_file "$out.ready"
+}
+wait_for_file() {
+  local deadline=$((SECONDS + ${2:-30}))
+  until [[ -e $1 ]]; do
+    ((SECONDS < deadline)) || fail "'$1' never appeared"
+    sleep 0.05
+  done
+}
+# wait_for_lines FILE N [SECONDS]: until FILE has at least N lines.
+wait_for_lines() {
+  local deadline=$((SECONDS + ${3:-30}))
+  until [[ -e $1 && $(wc -l <"$1") -ge $2 ]]; do
+    ((SECONDS < deadline)) || fail "'$1' has $(wc -l <"$1" 2>/dev/null || echo 0) lines, expected $2"
+    sleep 0.05
+  done
+}
