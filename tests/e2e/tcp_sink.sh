@@ -16,7 +16,7 @@ rate = $3
 type = "tcp"
 inputs = ["gen"]
 address = "$4"
-$5
+${5:-}
 TOML
 }
 

@@ -3,7 +3,7 @@
 # PUB: a subscriber gets every message from the first it receives on, and with no subscriber
 # the job still ends (PUB drops). A wrong socket type is a validation error with its position.
 source "$(dirname "$0")/lib/common.bash"
-python3 -c "import zmq" 2>/dev/null || { echo "python3-zmq is not installed: skipped"; exit 77; }
+zmq_python >/dev/null || { echo "python3-zmq is not installed: skipped"; exit 77; }
 
 pipeline() { # NAME SOCKET ENDPOINT COUNT RATE
   cat <<TOML

@@ -98,9 +98,19 @@ free_port() {
 }
 start_peer() {
   local out=$3 # tcp PORT OUT, pull|sub ENDPOINT OUT
-  python3 "$SOURCE_DIR/tests/e2e/lib/sink_peers.py" "$@" &
+  local python=python3
+  [[ $1 == tcp ]] || python=$(zmq_python) || fail "no python3 with the zmq module"
+  "$python" "$SOURCE_DIR/tests/e2e/lib/sink_peers.py" "$@" &
   PEER_PID=$!
   wait_for_file "$out.ready"
+}
+# The python3 that has python3-zmq: the first on PATH, or Debian's when PATH has another.
+zmq_python() {
+  local python
+  for python in python3 /usr/bin/python3; do
+    "$python" -c "import zmq" 2>/dev/null && { echo "$python"; return 0; }
+  done
+  return 1
 }
 wait_for_file() {
   local deadline=$((SECONDS + ${2:-30}))
