@@ -77,6 +77,14 @@ endpoint="tcp://127.0.0.1:$(free_port)"
 pipeline lonely PUB "$endpoint" 20000 0 >"$WORK/lonely.toml"
 run_expect 0 timeout 20 "$STREAMCTL" run "$WORK/lonely.toml"
 
+# PUSH to a peer that never comes: the end of the job waits `linger` for the queued messages,
+# then drops them, and says so.
+endpoint="tcp://127.0.0.1:$(free_port)"
+pipeline nobody PUSH "$endpoint" 10 0 >"$WORK/nobody.toml"
+echo 'linger = "300ms"' >>"$WORK/nobody.toml"
+run_expect 0 timeout 20 "$STREAMCTL" run "$WORK/nobody.toml"
+assert_contains "$WORK/err" "sink 'out': messages were still queued for '$endpoint' when \`linger\` (300 ms) ran out"
+
 # Validation: a socket type the sink does not have, a missing endpoint.
 pipeline bad PULL "$endpoint" 10 0 >"$WORK/bad_socket.toml"
 run_expect 2 "$STREAMCTL" validate "$WORK/bad_socket.toml"
