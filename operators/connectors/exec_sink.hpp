@@ -4,11 +4,12 @@
 // one command per sink subtask, started when the task starts. Its stdout and stderr go to the
 // worker's stderr, each line prefixed by "[NODE] " (sink_command.hpp).
 //
-// At the end of input the sink closes the command's stdin and waits for it; a command that
-// exits non-zero, dies, or stops reading its input fails the task (naming the node and the
-// exit status), and the job restarts per [restart]. With checkpoints the output is
-// at-least-once (SPEC §7): a restore sends again what came after the checkpoint, numbered
-// alike when `sequence_field` is set.
+// At the end of input (finish, when the job publishes its final output) the sink closes the
+// command's stdin and waits for it; a command that exits non-zero or dies fails the task, as
+// does one that stops reading its input mid-stream (EPIPE), naming the node and the exit
+// status; the coordinator restarts the job per [restart] where it can (not from a failed final
+// publish without checkpoints). With checkpoints the output is at-least-once (SPEC §7): a
+// restore sends again what came after the checkpoint, numbered alike with `sequence_field`.
 
 #include "operators/registry.hpp"
 

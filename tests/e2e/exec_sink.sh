@@ -47,6 +47,15 @@ pipeline failing 100 0 '["sh", "-c", "cat > /dev/null; exit 1"]' >"$WORK/failing
 run_expect 1 "$STREAMCTL" run "$WORK/failing.toml"
 assert_contains "$WORK/err" "sink 'out': the command (sh -c 'cat > /dev/null; exit 1') exited with status 1"
 
+# With checkpoints the same failure restarts the job from its final checkpoint, which sends
+# the new instance of the command nothing; it fails again until [restart] gives up.
+pipeline failing 100 0 '["sh", "-c", "cat > /dev/null; exit 1"]' \
+  $'[checkpoint]\ninterval = "100ms"\ndir = "'"$WORK/ck"$'"\n[restart]\nstrategy = "fixed"\ndelay = "10ms"\nmax_attempts = 1' \
+  >"$WORK/failing_checkpointed.toml"
+run_expect 1 "$STREAMCTL" run "$WORK/failing_checkpointed.toml"
+assert_contains "$WORK/err" "restarting the job (attempt 1 of 1)"
+assert_contains "$WORK/err" "sink 'out': the command (sh -c 'cat > /dev/null; exit 1') exited with status 1"
+
 # A command that stops reading mid-stream (EPIPE) fails the job too, which restarts per
 # [restart] and then fails.
 pipeline quitter 200000 0 '["sh", "-c", "head -n 1 > /dev/null; exit 3"]' \
