@@ -99,5 +99,21 @@ assert_contains "$WORK/err" "$WORK/no_port.toml:10:11: sink 'out': bad address '
 pipeline bad 10 0 "127.0.0.1:9" | sed 's/^address = /adress = /' >"$WORK/typo.toml"
 run_expect 2 "$STREAMCTL" validate "$WORK/typo.toml"
 assert_contains "$WORK/err" "did you mean 'address'"
+
+# `validate --sample` runs the pipeline with every sink a file sink: a tcp sink's keys do not
+# trouble it, and nothing connects (port 9, discard, has no server here).
+make_clicks 20 >"$WORK/sample.jsonl"
+cat >"$WORK/sampled.toml" <<TOML
+name = "sampled"
+[sources.in]
+type = "file"
+path = "$WORK/sample.jsonl"
+[sinks.out]
+type = "tcp"
+inputs = ["in"]
+address = "127.0.0.1:9"
+sequence_field = "sn"
+TOML
+run_expect 0 timeout 20 "$STREAMCTL" validate "$WORK/sampled.toml" --sample "$WORK/sample.jsonl"
 assert_no_processes_left
 echo ok
