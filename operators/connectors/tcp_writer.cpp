@@ -65,7 +65,7 @@ void TcpWriter::send(std::string_view bytes) {
     if (fd_ < 0) connect_with_backoff();
     if (pump()) break;
   }
-  if (!retain_until_released_) trim_acknowledged();
+  if (!retain_until_released_) trim_acknowledged(kTrimBytes);
 }
 
 void TcpWriter::wait_acknowledged() {
@@ -86,7 +86,7 @@ void TcpWriter::wait_acknowledged() {
     pause_ms = std::min(pause_ms * 2, 20);
     if (!still_open()) continue;
   }
-  if (!retain_until_released_) trim_acknowledged();
+  if (!retain_until_released_) trim_acknowledged(kTrimBytes);
 }
 
 void TcpWriter::release() {
@@ -175,6 +175,9 @@ bool TcpWriter::try_connect(std::string& why) {
 }
 
 void TcpWriter::drop_connection(const std::string& why) {
+  // SIOCOUTQ still counts from the sequence numbers after a reset: keep exactly the lines the
+  // peer's stack had not acknowledged for the next connection.
+  if (!retain_until_released_) trim_acknowledged(0);
   if (warn_) warn_(who_ + ": connection to " + address_.host + ":" + address_.port + " lost (" + why + "); reconnecting");
   abort();
 }
@@ -212,12 +215,12 @@ bool TcpWriter::still_open() {
   }
 }
 
-void TcpWriter::trim_acknowledged() {
+void TcpWriter::trim_acknowledged(std::size_t at_least) {
   if (fd_ < 0) return;
   int unacknowledged = 0;
   if (::ioctl(fd_, SIOCOUTQ, &unacknowledged) != 0) return;
   const std::uint64_t acknowledged = sent_ - std::min<std::uint64_t>(sent_, static_cast<std::uint64_t>(unacknowledged));
-  if (acknowledged <= base_ || acknowledged - base_ < kTrimBytes) return;
+  if (acknowledged <= base_ || acknowledged - base_ < at_least) return;
   // Keep the line the first unacknowledged byte is in, whole: the peer drops a cut line.
   std::size_t keep_from = static_cast<std::size_t>(acknowledged - base_);
   std::size_t newline = resend_.rfind('\n', keep_from - 1);

@@ -61,7 +61,9 @@ private:
   bool pump();
   // False when the peer has closed its end or the connection failed (and drops it).
   bool still_open();
-  void trim_acknowledged();
+  // Drops from resend_ the whole lines the peer's stack has acknowledged, once there are at
+  // least `at_least` bytes of them (so that trimming is not a memmove per batch).
+  void trim_acknowledged(std::size_t at_least);
 
   TcpAddress address_;
   std::string who_;
