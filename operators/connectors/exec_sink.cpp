@@ -60,6 +60,7 @@ public:
   }
 
   void finish() override {
+    if (!command_) return; // failed already (write threw)
     int status = command_->close_and_wait();
     command_.reset();
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
