@@ -48,7 +48,8 @@ public:
       // EPIPE: the command closed its stdin or died; its exit status says which.
       int status = command_->close_and_wait();
       command_.reset();
-      throw Error(ErrorKind::JobFailed, who_ + ": the command (" + label_ + ") stopped reading its input (" + ok.error() +
+      throw Error(ErrorKind::JobFailed, who_ + ": the command (" + label_ +
+                                            ") stopped reading its input (" + ok.error() +
                                             "): it " + SinkCommand::describe(status));
     }
   }
@@ -64,7 +65,8 @@ public:
     int status = command_->close_and_wait();
     command_.reset();
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-      throw Error(ErrorKind::JobFailed, who_ + ": the command (" + label_ + ") " + SinkCommand::describe(status));
+      throw Error(ErrorKind::JobFailed,
+                  who_ + ": the command (" + label_ + ") " + SinkCommand::describe(status));
   }
 
   // The command gets EOF and a grace period to exit, then is killed (sink_command.hpp).
@@ -83,20 +85,29 @@ private:
 
 pipeline::NodeTypeSchema exec_sink_schema() {
   pipeline::NodeTypeSchema schema{"exec", output_line_keys()};
-  schema.keys.insert(schema.keys.begin(),
-                     pipeline::KeySchema{"command", pipeline::KeyType::StringArray, true, {}, {},
-                                         "argv of the command that reads the records on its stdin (no shell)"});
+  schema.keys.insert(
+      schema.keys.begin(),
+      pipeline::KeySchema{"command",
+                          pipeline::KeyType::StringArray,
+                          true,
+                          {},
+                          {},
+                          "argv of the command that reads the records on its stdin (no shell)"});
   return schema;
 }
 
-std::unique_ptr<operators::Sink> make_exec_sink(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
+std::unique_ptr<operators::Sink> make_exec_sink(const pipeline::PipelineSpec& spec,
+                                                const pipeline::NodeSpec& node,
                                                 state::FieldNames& names) {
   std::vector<std::string> argv;
   if (const auto* command = node.config["command"].as_array())
-    for (const auto& a : *command) argv.push_back(a.value_or(std::string()));
+    for (const auto& a : *command)
+      argv.push_back(a.value_or(std::string()));
   if (argv.empty() || argv[0].empty())
-    throw Error(ErrorKind::Usage, pipeline::position_of(spec, node, "command") + ": sink '" + node.name +
-                                      "': `command` needs at least the program to run, e.g. [\"sh\", \"-c\", \"cat > out\"]");
+    throw Error(
+        ErrorKind::Usage,
+        pipeline::position_of(spec, node, "command") + ": sink '" + node.name +
+            "': `command` needs at least the program to run, e.g. [\"sh\", \"-c\", \"cat > out\"]");
   return std::make_unique<ExecSink>(node, names, std::move(argv));
 }
 

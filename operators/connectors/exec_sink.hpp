@@ -16,7 +16,7 @@
 namespace streamctl::connectors {
 
 pipeline::NodeTypeSchema exec_sink_schema();
-std::unique_ptr<operators::Sink> make_exec_sink(const pipeline::PipelineSpec&, const pipeline::NodeSpec&,
-                                                state::FieldNames&);
+std::unique_ptr<operators::Sink> make_exec_sink(const pipeline::PipelineSpec&,
+                                                const pipeline::NodeSpec&, state::FieldNames&);
 
 } // namespace streamctl::connectors

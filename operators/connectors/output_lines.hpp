@@ -28,7 +28,8 @@ public:
   // Appends the lines of `batch` to `out` (each with its "\n"). With `record_starts`, also the
   // offset in `out` where each record's line begins: a csv header, written once before the
   // first record, lies outside every record's line.
-  void encode(const state::Batch& batch, std::string& out, std::vector<std::size_t>* record_starts = nullptr);
+  void encode(const state::Batch& batch, std::string& out,
+              std::vector<std::size_t>* record_starts = nullptr);
 
   // The sink's checkpointed state: the sequence count, or nothing without `sequence_field`.
   void snapshot(std::string& out) const;

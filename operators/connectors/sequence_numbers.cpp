@@ -23,7 +23,8 @@ void SequenceNumbers::stamp(const state::Batch& in, state::Batch& out) {
   out.retain_memory_of(in);
   for (const auto& record : in) {
     builder_.assign(record);
-    builder_.set(field_, state::Value::integer(subtask_ * kSequencePerSubtask + static_cast<std::int64_t>(next_)));
+    builder_.set(field_, state::Value::integer(subtask_ * kSequencePerSubtask +
+                                               static_cast<std::int64_t>(next_)));
     builder_.finish(out);
     ++next_;
   }
@@ -35,8 +36,8 @@ void SequenceNumbers::snapshot(std::string& out) const {
   w.u64(std::max(highest_, next_));
 }
 
-Result<void> SequenceNumbers::restore(const std::vector<std::string_view>& old_subtasks, int parallelism,
-                                      const std::string& node) {
+Result<void> SequenceNumbers::restore(const std::vector<std::string_view>& old_subtasks,
+                                      int parallelism, const std::string& node) {
   std::vector<std::uint64_t> next(old_subtasks.size(), 0);
   std::uint64_t highest = 0;
   for (std::size_t s = 0; s < old_subtasks.size(); ++s) {
@@ -48,7 +49,8 @@ Result<void> SequenceNumbers::restore(const std::vector<std::string_view>& old_s
     auto bound = r.u64();
     if (!bound) return Failure{bound.error()};
     if (auto ok = r.end(); !ok) return ok;
-    if (*n >= static_cast<std::uint64_t>(kSequencePerSubtask)) return r.failure("count out of range");
+    if (*n >= static_cast<std::uint64_t>(kSequencePerSubtask))
+      return r.failure("count out of range");
     next[s] = *n;
     highest = std::max({highest, *n, *bound});
   }
@@ -56,7 +58,9 @@ Result<void> SequenceNumbers::restore(const std::vector<std::string_view>& old_s
   const auto me = static_cast<std::size_t>(subtask_);
   // Same parallelism: go on from this subtask's own count, so replayed records get their
   // numbers again. Another: above everything, so that no number is given twice.
-  next_ = old_subtasks.size() == static_cast<std::size_t>(parallelism) && me < next.size() ? next[me] : highest;
+  next_ = old_subtasks.size() == static_cast<std::size_t>(parallelism) && me < next.size()
+              ? next[me]
+              : highest;
   return {};
 }
 

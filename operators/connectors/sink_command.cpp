@@ -29,19 +29,22 @@ SinkCommand::SinkCommand(const std::vector<std::string>& argv, std::string who, 
   // Everything the child needs is prepared before fork: between fork and exec only
   // async-signal-safe calls (the worker has ZeroMQ threads).
   std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
 
   // All ends close on exec, so that no other child holds them open (and an EOF back). The
   // status pipe tells exec failure (errno) from success (EOF at exec).
   int in[2] = {-1, -1}, out[2] = {-1, -1}, status[2] = {-1, -1};
-  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(status, O_CLOEXEC) != 0) {
+  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 ||
+      ::pipe2(status, O_CLOEXEC) != 0) {
     int e = errno;
     for (int* p : {in, out, status}) {
       close_fd(p[0]);
       close_fd(p[1]);
     }
-    throw Error(ErrorKind::JobFailed, who_ + ": cannot start '" + argv[0] + "': pipe: " + std::strerror(e));
+    throw Error(ErrorKind::JobFailed,
+                who_ + ": cannot start '" + argv[0] + "': pipe: " + std::strerror(e));
   }
   pid_t pid = ::fork();
   if (pid == 0) {
@@ -69,19 +72,22 @@ SinkCommand::SinkCommand(const std::vector<std::string>& argv, std::string who, 
     close_fd(in[1]);
     close_fd(out[0]);
     close_fd(status[0]);
-    throw Error(ErrorKind::JobFailed, who_ + ": cannot start '" + argv[0] + "': fork: " + std::strerror(fork_errno));
+    throw Error(ErrorKind::JobFailed,
+                who_ + ": cannot start '" + argv[0] + "': fork: " + std::strerror(fork_errno));
   }
   pid_ = pid;
   stdin_ = in[1];
   int exec_errno = 0;
   ssize_t n;
-  do n = ::read(status[0], &exec_errno, sizeof exec_errno);
+  do
+    n = ::read(status[0], &exec_errno, sizeof exec_errno);
   while (n < 0 && errno == EINTR);
   close_fd(status[0]);
   if (n == static_cast<ssize_t>(sizeof exec_errno)) {
     close_fd(out[0]);
     wait_for_exit(false);
-    throw Error(ErrorKind::JobFailed, who_ + ": cannot run '" + argv[0] + "': " + std::strerror(exec_errno));
+    throw Error(ErrorKind::JobFailed,
+                who_ + ": cannot run '" + argv[0] + "': " + std::strerror(exec_errno));
   }
   forwarder_ = std::thread([this, fd = out[0]] { forward_output(fd); });
 }
@@ -91,7 +97,9 @@ SinkCommand::~SinkCommand() {
   stop_forwarding();
 }
 
-Result<void> SinkCommand::write(std::string_view bytes) { return operators::write_all(stdin_, bytes); }
+Result<void> SinkCommand::write(std::string_view bytes) {
+  return operators::write_all(stdin_, bytes);
+}
 
 int SinkCommand::close_and_wait() {
   int status = wait_for_exit(false);

@@ -24,7 +24,8 @@ public:
     lines_.open(ctx.subtask);
     // With checkpoints, a new connection gets everything since the last one again: what a
     // restore from it would replay, without the restart.
-    writer_.emplace(address_, "sink '" + ctx.node->name + "'", !ctx.checkpoint_dir.empty(), ctx.warn);
+    writer_.emplace(address_, "sink '" + ctx.node->name + "'", !ctx.checkpoint_dir.empty(),
+                    ctx.warn);
   }
 
   void write(const state::Batch& in) override {
@@ -65,15 +66,20 @@ private:
 
 pipeline::NodeTypeSchema tcp_sink_schema() {
   pipeline::NodeTypeSchema schema{"tcp", output_line_keys()};
-  schema.keys.insert(schema.keys.begin(), pipeline::KeySchema{"address", pipeline::KeyType::String, true, {}, {},
-                                                              "\"host:port\" to connect to"});
+  schema.keys.insert(
+      schema.keys.begin(),
+      pipeline::KeySchema{
+          "address", pipeline::KeyType::String, true, {}, {}, "\"host:port\" to connect to"});
   return schema;
 }
 
-std::unique_ptr<operators::Sink> make_tcp_sink(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
+std::unique_ptr<operators::Sink> make_tcp_sink(const pipeline::PipelineSpec& spec,
+                                               const pipeline::NodeSpec& node,
                                                state::FieldNames& names) {
   const std::string text = node.config["address"].value_or(std::string());
-  auto where = [&] { return pipeline::position_of(spec, node, "address") + ": sink '" + node.name + "': "; };
+  auto where = [&] {
+    return pipeline::position_of(spec, node, "address") + ": sink '" + node.name + "': ";
+  };
   TcpAddress address;
   std::string why;
   if (!parse_tcp_address(text, address, why))

@@ -10,7 +10,7 @@
 namespace streamctl::connectors {
 
 pipeline::NodeTypeSchema tcp_sink_schema();
-std::unique_ptr<operators::Sink> make_tcp_sink(const pipeline::PipelineSpec&, const pipeline::NodeSpec&,
-                                               state::FieldNames&);
+std::unique_ptr<operators::Sink> make_tcp_sink(const pipeline::PipelineSpec&,
+                                               const pipeline::NodeSpec&, state::FieldNames&);
 
 } // namespace streamctl::connectors

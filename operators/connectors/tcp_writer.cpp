@@ -37,12 +37,14 @@ bool parse_tcp_address(std::string_view text, TcpAddress& out, std::string& why)
   }
   std::string_view host = text.substr(0, colon);
   std::string_view port = text.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   if (host.empty()) {
     why = "no host before the ':'";
     return false;
   }
-  if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+  if (port.empty() || port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
       std::stoi(std::string(port)) < 1 || std::stoi(std::string(port)) > 65535) {
     why = "the port must be a number from 1 to 65535";
     return false;
@@ -54,10 +56,12 @@ bool parse_tcp_address(std::string_view text, TcpAddress& out, std::string& why)
 
 TcpWriter::TcpWriter(TcpAddress address, std::string who, bool retain_until_released,
                      std::function<void(const std::string&)> warn)
-    : address_(std::move(address)), who_(std::move(who)), retain_until_released_(retain_until_released),
-      warn_(std::move(warn)) {}
+    : address_(std::move(address)), who_(std::move(who)),
+      retain_until_released_(retain_until_released), warn_(std::move(warn)) {}
 
-TcpWriter::~TcpWriter() { abort(); }
+TcpWriter::~TcpWriter() {
+  abort();
+}
 
 void TcpWriter::send(std::string_view bytes) {
   resend_.append(bytes);
@@ -110,13 +114,15 @@ void TcpWriter::abort() {
 void TcpWriter::connect_with_backoff() {
   std::string why;
   while (!try_connect(why)) {
-    if (!outage_logged_ && warn_) warn_(who_ + ": cannot connect to " + address_.host + ":" + address_.port + ": " + why +
-                                        "; retrying with backoff, output waits");
+    if (!outage_logged_ && warn_)
+      warn_(who_ + ": cannot connect to " + address_.host + ":" + address_.port + ": " + why +
+            "; retrying with backoff, output waits");
     outage_logged_ = true;
     std::this_thread::sleep_for(backoff_);
     backoff_ = std::min(backoff_ * 2, kMaxBackoff);
   }
-  if (outage_logged_ && warn_) warn_(who_ + ": connected to " + address_.host + ":" + address_.port);
+  if (outage_logged_ && warn_)
+    warn_(who_ + ": connected to " + address_.host + ":" + address_.port);
   outage_logged_ = false;
   backoff_ = kFirstBackoff;
   // Everything not known to have reached the peer goes again, from a line's start.
@@ -134,8 +140,9 @@ bool TcpWriter::try_connect(std::string& why) {
     return false;
   }
   if (rc != 0)
-    throw Error(ErrorKind::JobFailed, who_ + ": cannot resolve '" + address_.host + ":" + address_.port + "': " +
-                                          (rc == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(rc)));
+    throw Error(ErrorKind::JobFailed,
+                who_ + ": cannot resolve '" + address_.host + ":" + address_.port +
+                    "': " + (rc == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(rc)));
   struct Freer {
     addrinfo* a;
     ~Freer() { ::freeaddrinfo(a); }
@@ -155,8 +162,10 @@ bool TcpWriter::try_connect(std::string& why) {
         pollfd p{fd, POLLOUT, 0};
         int n = ::poll(&p, 1, kConnectTimeoutMs);
         socklen_t len = sizeof error;
-        if (n == 0) error = ETIMEDOUT;
-        else if (n < 0 || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) != 0) error = errno;
+        if (n == 0)
+          error = ETIMEDOUT;
+        else if (n < 0 || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) != 0)
+          error = errno;
       }
     }
     if (error != 0) {
@@ -178,7 +187,9 @@ void TcpWriter::drop_connection(const std::string& why) {
   // SIOCOUTQ still counts from the sequence numbers after a reset: keep exactly the lines the
   // peer's stack had not acknowledged for the next connection.
   if (!retain_until_released_) trim_acknowledged(0);
-  if (warn_) warn_(who_ + ": connection to " + address_.host + ":" + address_.port + " lost (" + why + "); reconnecting");
+  if (warn_)
+    warn_(who_ + ": connection to " + address_.host + ":" + address_.port + " lost (" + why +
+          "); reconnecting");
   abort();
 }
 
@@ -219,7 +230,8 @@ void TcpWriter::trim_acknowledged(std::size_t at_least) {
   if (fd_ < 0) return;
   int unacknowledged = 0;
   if (::ioctl(fd_, SIOCOUTQ, &unacknowledged) != 0) return;
-  const std::uint64_t acknowledged = sent_ - std::min<std::uint64_t>(sent_, static_cast<std::uint64_t>(unacknowledged));
+  const std::uint64_t acknowledged =
+      sent_ - std::min<std::uint64_t>(sent_, static_cast<std::uint64_t>(unacknowledged));
   if (acknowledged <= base_ || acknowledged - base_ < at_least) return;
   // Keep the line the first unacknowledged byte is in, whole: the peer drops a cut line.
   std::size_t keep_from = static_cast<std::size_t>(acknowledged - base_);

@@ -70,9 +70,9 @@ private:
   bool retain_until_released_;
   std::function<void(const std::string&)> warn_;
   int fd_ = -1;
-  std::string resend_;              // the bytes from stream offset base_ to written_
-  std::uint64_t base_ = 0;          // stream offset of resend_[0]
-  std::uint64_t sent_ = 0;          // stream offset up to which this connection has been given bytes
+  std::string resend_;     // the bytes from stream offset base_ to written_
+  std::uint64_t base_ = 0; // stream offset of resend_[0]
+  std::uint64_t sent_ = 0; // stream offset up to which this connection has been given bytes
   bool outage_logged_ = false;
   std::chrono::milliseconds backoff_{50};
 };

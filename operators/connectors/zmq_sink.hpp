@@ -14,7 +14,7 @@
 namespace streamctl::connectors {
 
 pipeline::NodeTypeSchema zmq_sink_schema();
-std::unique_ptr<operators::Sink> make_zmq_sink(const pipeline::PipelineSpec&, const pipeline::NodeSpec&,
-                                               state::FieldNames&);
+std::unique_ptr<operators::Sink> make_zmq_sink(const pipeline::PipelineSpec&,
+                                               const pipeline::NodeSpec&, state::FieldNames&);
 
 } // namespace streamctl::connectors

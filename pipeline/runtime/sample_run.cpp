@@ -79,13 +79,15 @@ std::vector<std::string> sample_overrides(const LoadedJob& job, const fs::path& 
     // A sink that reaches outside the job (tcp, zmq, exec) becomes a file sink as a whole: its
     // own keys (an address, a command) mean nothing to one, and overrides cannot remove keys.
     // stdout keeps its table, whose keys a file sink takes, so that warnings point into it.
-    const bool replaced = node.role == pipeline::NodeRole::Sink && node.type != "file" && node.type != "stdout";
+    const bool replaced =
+        node.role == pipeline::NodeRole::Sink && node.type != "file" && node.type != "stdout";
     if (replaced) {
       std::ostringstream table;
-      table << group_of(node.role) << "." << toml_string(node.name) << "={type=\"file\",path="
-            << toml_string((dir / "out" / node.name).string());
+      table << group_of(node.role) << "." << toml_string(node.name)
+            << "={type=\"file\",path=" << toml_string((dir / "out" / node.name).string());
       if (const auto* inputs = node.config["inputs"].as_array()) table << ",inputs=" << *inputs;
-      if (auto on_error = node.config["on_error"].value<std::string>()) table << ",on_error=" << toml_string(*on_error);
+      if (auto on_error = node.config["on_error"].value<std::string>())
+        table << ",on_error=" << toml_string(*on_error);
       table << "}";
       out.push_back(table.str());
     }

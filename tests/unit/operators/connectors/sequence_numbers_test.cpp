@@ -31,7 +31,8 @@ std::vector<std::int64_t> numbers(FieldNames& names, SequenceNumbers& seq, const
   Batch out;
   seq.stamp(in, out);
   std::vector<std::int64_t> got;
-  for (const auto& r : out) got.push_back(r.find(names.intern("sn"))->i);
+  for (const auto& r : out)
+    got.push_back(r.find(names.intern("sn"))->i);
   return got;
 }
 
@@ -44,7 +45,8 @@ TEST_CASE("a restore at the same parallelism numbers replayed records as before"
   std::string state;
   first.snapshot(state);
   auto after_checkpoint = numbers(names, first, records(names, 5, 3));
-  REQUIRE(after_checkpoint == std::vector<std::int64_t>{kSequencePerSubtask + 5, kSequencePerSubtask + 6,
+  REQUIRE(after_checkpoint == std::vector<std::int64_t>{kSequencePerSubtask + 5,
+                                                        kSequencePerSubtask + 6,
                                                         kSequencePerSubtask + 7});
 
   SequenceNumbers replay(names.intern("sn"), 1);

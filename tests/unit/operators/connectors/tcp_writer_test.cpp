@@ -22,7 +22,8 @@ TEST_CASE("tcp addresses parse as host and port", "[tcp_sink]") {
 TEST_CASE("malformed tcp addresses are refused with a reason", "[tcp_sink]") {
   TcpAddress a;
   std::string why;
-  for (const char* bad : {"localhost", ":9000", "host:", "host:0", "host:65536", "host:9x", "host:1234567"}) {
+  for (const char* bad :
+       {"localhost", ":9000", "host:", "host:0", "host:65536", "host:9x", "host:1234567"}) {
     INFO(bad);
     CHECK_FALSE(parse_tcp_address(bad, a, why));
     CHECK_FALSE(why.empty());
