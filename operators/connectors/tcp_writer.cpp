@@ -73,7 +73,8 @@ void TcpWriter::send(std::string_view bytes) {
 }
 
 void TcpWriter::wait_acknowledged() {
-  if (fd_ < 0 && base_ + resend_.size() == 0) return; // never had anything to send
+  // Not connected with nothing to send again: no byte waits for an acknowledgement anywhere.
+  if (fd_ < 0 && resend_.empty()) return;
   int pause_ms = 1;
   for (;;) {
     if (fd_ < 0) connect_with_backoff();

@@ -45,7 +45,7 @@ public:
   // taken them all. Throws Error(JobFailed) when the host name does not resolve.
   void send(std::string_view bytes);
   // Blocks until the peer's TCP stack has acknowledged every byte sent (reconnecting and
-  // sending again as needed). Returns at once when nothing was ever sent.
+  // sending again as needed). Returns at once when not connected with nothing to send again.
   void wait_acknowledged();
   // Checkpointed mode: forget the bytes kept for sending again (they are acknowledged).
   void release();
