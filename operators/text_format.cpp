@@ -89,8 +89,11 @@ LineEncoder::LineEncoder(const pipeline::NodeSpec& node, state::FieldNames& name
     for (const auto& c : *columns) csv_columns_.push_back(c.value_or(std::string()));
 }
 
-void LineEncoder::encode(const state::Batch& batch, std::string& out) {
+void LineEncoder::encode(const state::Batch& batch, std::string& out,
+                         std::vector<std::size_t>* record_starts) {
   for (const auto& record : batch) {
+    if (record_starts != nullptr && format_ != TextFormat::Csv)
+      record_starts->push_back(out.size());
     switch (format_) {
     case TextFormat::Json: json_writer_.append(record, out); break;
     case TextFormat::Lines: {
@@ -110,6 +113,7 @@ void LineEncoder::encode(const state::Batch& batch, std::string& out) {
         out += '\n';
         header_written_ = true;
       }
+      if (record_starts != nullptr) record_starts->push_back(out.size());
       csv_writer_.append_row(record, csv_column_ids_, names_, out);
       break;
     }

@@ -48,8 +48,11 @@ private:
 class LineEncoder {
 public:
   LineEncoder(const pipeline::NodeSpec& node, state::FieldNames& names);
-  // Appends the lines of every record of `batch`, with a csv header before the first.
-  void encode(const state::Batch& batch, std::string& out);
+  // Appends the lines of every record of `batch`, with a csv header before the first. With
+  // `record_starts`, appends where in `out` each record's line begins (after the header), for
+  // a sink that sends records one by one (zmq).
+  void encode(const state::Batch& batch, std::string& out,
+              std::vector<std::size_t>* record_starts = nullptr);
 
 private:
   TextFormat format_;

@@ -1,9 +1,15 @@
 #include "operators/connectors/registry.hpp"
 
+#include "operators/connectors/exec_sink.hpp"
+#include "operators/connectors/tcp_sink.hpp"
+#include "operators/connectors/zmq_sink.hpp"
+
 namespace streamctl::connectors {
 
 void register_connector_types(operators::Registry& registry) {
-  (void)registry; // the tcp, zmq and exec types register here as they land (issue 11)
+  registry.add_sink(tcp_sink_schema(), make_tcp_sink);
+  registry.add_sink(zmq_sink_schema(), make_zmq_sink);
+  registry.add_sink(exec_sink_schema(), make_exec_sink);
 }
 
 void register_all_types(operators::Registry& registry) {

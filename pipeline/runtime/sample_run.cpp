@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <sstream>
 #include <unistd.h>
 
 #include "state/error.hpp"
@@ -75,7 +76,22 @@ std::vector<std::string> sample_overrides(const LoadedJob& job, const fs::path& 
   if (job.spec.root.contains("checkpoint")) out.push_back("checkpoint.interval=0");
   bool first_source = true;
   for (const auto& node : job.spec.nodes) {
-    if (node.parallelism > 0) out.push_back(key_of(node, "parallelism") + "=1");
+    // A sink that reaches outside the job (tcp, zmq, exec) becomes a file sink as a whole: its
+    // own keys (an address, a command) mean nothing to one, and overrides cannot remove keys.
+    // stdout keeps its table, whose keys a file sink takes, so that warnings point into it.
+    const bool replaced =
+        node.role == pipeline::NodeRole::Sink && node.type != "file" && node.type != "stdout";
+    if (replaced) {
+      std::ostringstream table;
+      table << group_of(node.role) << "." << toml_string(node.name)
+            << "={type=\"file\",path=" << toml_string((dir / "out" / node.name).string());
+      if (const auto* inputs = node.config["inputs"].as_array()) table << ",inputs=" << *inputs;
+      if (auto on_error = node.config["on_error"].value<std::string>())
+        table << ",on_error=" << toml_string(*on_error);
+      table << "}";
+      out.push_back(table.str());
+    }
+    if (node.parallelism > 0 && !replaced) out.push_back(key_of(node, "parallelism") + "=1");
     if (node.config.contains("dead_letter"))
       out.push_back(key_of(node, "dead_letter") + "=" +
                     toml_string((dir / (node.name + ".dead_letter.jsonl")).string()));
@@ -83,7 +99,7 @@ std::vector<std::string> sample_overrides(const LoadedJob& job, const fs::path& 
       out.push_back(key_of(node, "path") + "=" +
                     toml_string(first_source ? sample.string() : (dir / "empty").string()));
       first_source = false;
-    } else if (node.role == pipeline::NodeRole::Sink) {
+    } else if (node.role == pipeline::NodeRole::Sink && !replaced) {
       if (node.type != "file") out.push_back(key_of(node, "type") + "=\"file\"");
       out.push_back(key_of(node, "path") + "=" + toml_string((dir / "out" / node.name).string()));
     }

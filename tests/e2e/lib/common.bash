@@ -89,3 +89,41 @@ for i in range(n):
 print("\n".join(out))
 PY
 }
+
+# Peers for the tcp and zmq sinks (lib/sink_peers.py): a free local TCP port, and a peer that
+# writes what it receives to OUT. start_peer KIND ARGS... runs it in the background (its OUT
+# under $WORK, so cleanup ends it) and waits until it listens; PEER_PID is its pid.
+free_port() {
+  python3 "$SOURCE_DIR/tests/e2e/lib/sink_peers.py" free-port
+}
+start_peer() {
+  local out=$3 # tcp PORT OUT, pull|sub ENDPOINT OUT
+  local python=python3
+  [[ $1 == tcp ]] || python=$(zmq_python) || fail "no python3 with the zmq module"
+  "$python" "$SOURCE_DIR/tests/e2e/lib/sink_peers.py" "$@" &
+  PEER_PID=$!
+  wait_for_file "$out.ready"
+}
+# The python3 that has python3-zmq: the first on PATH, or Debian's when PATH has another.
+zmq_python() {
+  local python
+  for python in python3 /usr/bin/python3; do
+    "$python" -c "import zmq" 2>/dev/null && { echo "$python"; return 0; }
+  done
+  return 1
+}
+wait_for_file() {
+  local deadline=$((SECONDS + ${2:-30}))
+  until [[ -e $1 ]]; do
+    ((SECONDS < deadline)) || fail "'$1' never appeared"
+    sleep 0.05
+  done
+}
+# wait_for_lines FILE N [SECONDS]: until FILE has at least N lines.
+wait_for_lines() {
+  local deadline=$((SECONDS + ${3:-30}))
+  until [[ -e $1 && $(wc -l <"$1") -ge $2 ]]; do
+    ((SECONDS < deadline)) || fail "'$1' has $(wc -l <"$1" 2>/dev/null || echo 0) lines, expected $2"
+    sleep 0.05
+  done
+}
