@@ -1,9 +1,11 @@
 #include "operators/connectors/registry.hpp"
 
+#include "operators/connectors/exec_operator.hpp"
+
 namespace streamctl::connectors {
 
 void register_connector_types(operators::Registry& registry) {
-  (void)registry; // the tcp, zmq and exec types register here as they land (issue 11)
+  registry.add_operator(exec_operator_schema(), make_exec_operator);
 }
 
 void register_all_types(operators::Registry& registry) {
