@@ -201,9 +201,10 @@ private:
       builder_.reset();
       auto parsed = json_.parse_record(*line, names_, out, builder_);
       if (!parsed) {
+        // `line` counts the command's output lines (sync lines included).
         ctx_.errors->bad_record(*line, stdout_->line_number(),
-                                "line " + std::to_string(stdout_->line_number()) + " of the output of command " +
-                                    command_text(settings_.command) + " is not a JSON object: " + parsed.error());
+                                "output of command " + command_text(settings_.command) +
+                                    " is not a JSON object: " + parsed.error());
         continue;
       }
       // Strings without escapes point into the reader's chunk: the batch keeps it alive.
@@ -280,6 +281,8 @@ pipeline::NodeTypeSchema exec_operator_schema() {
       {
           KeySchema{"command", KeyType::StringArray, true, {}, {},
                     "program and arguments (no shell), run in the pipeline file's directory"},
+          KeySchema{"key", KeyType::StringArray, false, {}, {},
+                    "fields that route records: all of a key go to one subtask, in order"},
           KeySchema{"env", KeyType::StringMap, false, {}, {}, "environment variables to add: NAME = value"},
           KeySchema{"timeout", KeyType::Duration, false, {}, {},
                     "fail when the command owes an answer and neither reads nor writes for this long (30s)"},

@@ -14,7 +14,8 @@
 // restore). Writes and reads are interleaved on non-blocking pipes, so a command that prints
 // far more than it reads never deadlocks, and nothing is buffered beyond one batch's answer.
 //
-// Keys: command (argv array, no shell; run in the pipeline file's directory), env (extra
+// Keys: command (argv array, no shell; run in the pipeline file's directory), key (route by
+// these fields, so that one subtask sees every record of a key, in order), env (extra
 // environment), timeout (default 30s: a command that owes an answer and neither reads nor
 // writes for that long fails the job). A non-JSON output line is a bad record (on_error). A
 // command that exits or closes its stdout before the end of input fails the job, naming the
