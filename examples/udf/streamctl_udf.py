@@ -14,24 +14,36 @@ import sys
 
 
 def run(fn):
-    read = sys.stdin.readline
-    write = sys.stdout.write
+    out = sys.stdout
+    flush = out.flush
     encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
     decode = json.loads
-    while True:
-        line = read()
-        if not line:  # end of input: streamctl closed our stdin
-            sys.stdout.flush()
-            return
+    # Output lines are collected and written once per batch (or per 4096 lines): one pipe
+    # write per record, as with PYTHONUNBUFFERED=1, would cost more than the record itself.
+    lines = []
+    add = lines.append
+
+    def write_out():
+        out.write("".join(lines))
+        lines.clear()
+
+    # Iterating stdin hands over each line as soon as it has arrived (no wait for a full
+    # buffer), so the empty line that ends a batch is answered at once.
+    for line in sys.stdin:
         if line == "\n":  # the batch is over: say so, and hand over what it gave
-            write("\n")
-            sys.stdout.flush()
+            add("\n")
+            write_out()
+            flush()
             continue
         result = fn(decode(line))
         if result is None:
             continue
-        if isinstance(result, dict):
-            write(encode(result) + "\n")
+        if type(result) is dict:
+            add(encode(result) + "\n")
         else:
             for record in result:
-                write(encode(record) + "\n")
+                add(encode(record) + "\n")
+        if len(lines) >= 4096:
+            write_out()
+    write_out()  # end of input: streamctl closed our stdin
+    flush()

@@ -180,7 +180,8 @@ private:
 
   // Returns whether the command wrote any bytes (or closed its stdout).
   bool read_stdout() {
-    switch (stdout_->fill(/*wait=*/false)) {
+    // poll() said readable, and the fd is non-blocking: no second poll inside fill().
+    switch (stdout_->fill(/*wait=*/true)) {
     case operators::LineReader::Fill::Read: return true;
     case operators::LineReader::Fill::End: stdout_eof_ = true; return true;
     case operators::LineReader::Fill::WouldBlock: return false;
@@ -221,7 +222,7 @@ private:
   void drain_stderr() {
     if (!stderr_ || stderr_eof_) return;
     for (int reads = 0; reads < 64; ++reads) {
-      auto fill = stderr_->fill(/*wait=*/false);
+      auto fill = stderr_->fill(/*wait=*/true); // non-blocking fd: WouldBlock, never a wait
       while (auto line = stderr_->next_line()) {
         std::string text = log_prefix_;
         text.append(*line);
