@@ -206,6 +206,24 @@ assert_contains "$WORK/err" "has neither read nor written for 1000 ms (\`timeout
 assert_no_processes_left
 pgrep -f -- "$WORK/stuck.py" >/dev/null && fail "the stuck UDF outlived its job"
 
+# --- A slow command is not a dead worker: a batch that takes longer than the heartbeat
+# timeout (but within `timeout`, as the command keeps reading) does not fail the job.
+cat >"$WORK/slow.py" <<'PY'
+import sys, time
+for line in sys.stdin:
+    if line == "\n":
+        time.sleep(3)
+    sys.stdout.write(line)
+    sys.stdout.flush()
+PY
+pipeline slow 'type = "generator"
+profile = "counter"
+count = 3' "command = [\"python3\", \"$WORK/slow.py\"]
+timeout = \"10s\"" 'type = "stdout"' '[restart]
+heartbeat_timeout = "2s"'
+run_expect 0 "$STREAMCTL" run "$WORK/slow.toml"
+assert_eq 3 "$(wc -l <"$WORK/out")" "records through a slow UDF"
+
 # --- A command that prints 1000 lines per input (far more than a pipe holds) does not
 # deadlock: every line arrives.
 cat >"$WORK/burst.awk" <<'AWK'
