@@ -38,7 +38,8 @@ public:
 
   void open(operators::OperatorContext& ctx) override {
     Operator::open(ctx);
-    label_ = "operator '" + ctx.node->name + "' (exec, subtask " + std::to_string(ctx.subtask) + ")";
+    label_ =
+        "operator '" + ctx.node->name + "' (exec, subtask " + std::to_string(ctx.subtask) + ")";
     log_prefix_ = "[exec " + ctx.node->name + "/" + std::to_string(ctx.subtask) + "] ";
     PipedChildSpec spec;
     spec.argv = settings_.command;
@@ -60,7 +61,8 @@ public:
       writer_.append(record, pending_);
       pending_ += '\n';
       if (record.timestamp != state::kNoTimestamp)
-        timestamp_ = timestamp_ == state::kNoTimestamp ? record.timestamp : std::min(timestamp_, record.timestamp);
+        timestamp_ = timestamp_ == state::kNoTimestamp ? record.timestamp
+                                                       : std::min(timestamp_, record.timestamp);
     }
     pending_ += '\n'; // the sync line
     ++syncs_owed_;
@@ -82,12 +84,14 @@ public:
     drain_stderr();
     auto status = child_->exit_status(settings_.timeout);
     if (!status)
-      throw Error(ErrorKind::JobFailed, label_ + ": command " + command_text(settings_.command) +
-                                            " closed its stdout at the end of input but did not exit within " +
-                                            std::to_string(settings_.timeout.count()) + " ms");
+      throw Error(ErrorKind::JobFailed,
+                  label_ + ": command " + command_text(settings_.command) +
+                      " closed its stdout at the end of input but did not exit within " +
+                      std::to_string(settings_.timeout.count()) + " ms");
     if (*status != 0)
-      throw Error(ErrorKind::JobFailed, label_ + ": command " + command_text(settings_.command) + " " +
-                                            PipedChild::describe(*status) + " at the end of input");
+      throw Error(ErrorKind::JobFailed, label_ + ": command " + command_text(settings_.command) +
+                                            " " + PipedChild::describe(*status) +
+                                            " at the end of input");
     child_.reset();
   }
 
@@ -111,10 +115,12 @@ private:
     set("STREAMCTL_NODE", ctx.node->name);
     set("STREAMCTL_SUBTASK", std::to_string(ctx.subtask));
     set("STREAMCTL_PARALLELISM", std::to_string(ctx.parallelism));
-    for (const auto& [name, value] : settings_.env) set(name, value);
+    for (const auto& [name, value] : settings_.env)
+      set(name, value);
     std::vector<std::string> out;
     out.reserve(vars.size());
-    for (const auto& [name, value] : vars) out.push_back(name + "=" + value);
+    for (const auto& [name, value] : vars)
+      out.push_back(name + "=" + value);
     return out;
   }
 
@@ -141,7 +147,8 @@ private:
         err_at = static_cast<int>(n);
         fds[n++] = pollfd{child_->stderr_fd(), POLLIN, 0};
       }
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
       int ready = ::poll(fds, n, static_cast<int>(std::clamp<long long>(left, 0, 1000)));
       if (ready < 0 && errno != EINTR)
         throw Error(ErrorKind::JobFailed, label_ + ": poll failed: " + std::strerror(errno));
@@ -152,8 +159,10 @@ private:
         if (err_at >= 0 && fds[err_at].revents != 0) drain_stderr();
       }
       auto now = Clock::now();
-      if (progress) deadline = now + settings_.timeout;
-      else if (now >= deadline) timed_out();
+      if (progress)
+        deadline = now + settings_.timeout;
+      else if (now >= deadline)
+        timed_out();
     }
     if (written_ == pending_.size()) {
       pending_.clear();
@@ -165,7 +174,8 @@ private:
   bool write_pending() {
     bool wrote = false;
     while (written_ < pending_.size()) {
-      ssize_t n = ::write(child_->stdin_fd(), pending_.data() + written_, pending_.size() - written_);
+      ssize_t n =
+          ::write(child_->stdin_fd(), pending_.data() + written_, pending_.size() - written_);
       if (n > 0) {
         written_ += static_cast<std::size_t>(n);
         wrote = true;
@@ -243,16 +253,20 @@ private:
       if (!stderr_eof_) ::poll(nullptr, 0, 10);
     }
     std::string how = status ? PipedChild::describe(*status) : what;
-    throw Error(ErrorKind::JobFailed, label_ + ": command " + command_text(settings_.command) + " " + how);
+    throw Error(ErrorKind::JobFailed,
+                label_ + ": command " + command_text(settings_.command) + " " + how);
   }
 
   [[noreturn]] void timed_out() {
     drain_stderr();
-    throw Error(ErrorKind::JobFailed,
-                label_ + ": command " + command_text(settings_.command) + " owes an answer but has neither read nor written for " +
-                    std::to_string(settings_.timeout.count()) +
-                    " ms (`timeout`); it must print an empty line after its output for each batch, an empty "
-                    "input line ending each batch, and flush its stdout (see streamctl-pipeline(5), exec)");
+    throw Error(
+        ErrorKind::JobFailed,
+        label_ + ": command " + command_text(settings_.command) +
+            " owes an answer but has neither read nor written for " +
+            std::to_string(settings_.timeout.count()) +
+            " ms (`timeout`); it must print an empty line after its output for each batch, an "
+            "empty "
+            "input line ending each batch, and flush its stdout (see streamctl-pipeline(5), exec)");
   }
 
   ExecSettings settings_;
@@ -262,9 +276,9 @@ private:
   std::optional<PipedChild> child_;
   std::optional<operators::LineReader> stdout_, stderr_;
   bool stdout_eof_ = false, stderr_eof_ = false;
-  std::string pending_;         // JSON lines and sync lines not yet written
-  std::size_t written_ = 0;     // bytes of pending_ written
-  std::uint64_t syncs_owed_ = 0; // sync lines written or pending, not yet echoed
+  std::string pending_;                          // JSON lines and sync lines not yet written
+  std::size_t written_ = 0;                      // bytes of pending_ written
+  std::uint64_t syncs_owed_ = 0;                 // sync lines written or pending, not yet echoed
   std::int64_t timestamp_ = state::kNoTimestamp; // of the outputs: the earliest input's
   const void* retained_ = nullptr;               // the chunk the current output batch retains
   state::JsonRecordWriter writer_;
@@ -280,32 +294,54 @@ pipeline::NodeTypeSchema exec_operator_schema() {
   return pipeline::NodeTypeSchema{
       "exec",
       {
-          KeySchema{"command", KeyType::StringArray, true, {}, {},
+          KeySchema{"command",
+                    KeyType::StringArray,
+                    true,
+                    {},
+                    {},
                     "program and arguments (no shell), run in the pipeline file's directory"},
-          KeySchema{"key", KeyType::StringArray, false, {}, {},
+          KeySchema{"key",
+                    KeyType::StringArray,
+                    false,
+                    {},
+                    {},
                     "fields that route records: all of a key go to one subtask, in order"},
-          KeySchema{"env", KeyType::StringMap, false, {}, {}, "environment variables to add: NAME = value"},
-          KeySchema{"timeout", KeyType::Duration, false, {}, {},
-                    "fail when the command owes an answer and neither reads nor writes for this long (30s)"},
+          KeySchema{"env",
+                    KeyType::StringMap,
+                    false,
+                    {},
+                    {},
+                    "environment variables to add: NAME = value"},
+          KeySchema{"timeout",
+                    KeyType::Duration,
+                    false,
+                    {},
+                    {},
+                    "fail when the command owes an answer and neither reads nor writes for this "
+                    "long (30s)"},
       }};
 }
 
 std::unique_ptr<operators::Operator> make_exec_operator(const pipeline::PipelineSpec& spec,
-                                                        const pipeline::NodeSpec& node, state::FieldNames& names) {
+                                                        const pipeline::NodeSpec& node,
+                                                        state::FieldNames& names) {
   ExecSettings settings;
   if (const auto* command = node.config["command"].as_array())
-    for (const auto& arg : *command) settings.command.push_back(arg.value_or(std::string()));
+    for (const auto& arg : *command)
+      settings.command.push_back(arg.value_or(std::string()));
   if (settings.command.empty() || settings.command[0].empty())
-    throw Error(ErrorKind::Usage, pipeline::position_of(spec, node, "command") + ": operator '" + node.name +
-                                      "' (exec): 'command' needs a program: command = [\"python3\", \"udf.py\"]");
+    throw Error(ErrorKind::Usage,
+                pipeline::position_of(spec, node, "command") + ": operator '" + node.name +
+                    "' (exec): 'command' needs a program: command = [\"python3\", \"udf.py\"]");
   if (const auto* env = node.config["env"].as_table())
     for (const auto& [name, value] : *env)
       settings.env.emplace_back(std::string(name.str()), value.value_or(std::string()));
   settings.working_dir = spec.base_dir;
-  settings.timeout = std::chrono::milliseconds(pipeline::duration_ms_or(node.config["timeout"].node(), 30'000));
+  settings.timeout =
+      std::chrono::milliseconds(pipeline::duration_ms_or(node.config["timeout"].node(), 30'000));
   if (settings.timeout.count() <= 0)
-    throw Error(ErrorKind::Usage, pipeline::position_of(spec, node, "timeout") + ": operator '" + node.name +
-                                      "' (exec): timeout must be more than 0");
+    throw Error(ErrorKind::Usage, pipeline::position_of(spec, node, "timeout") + ": operator '" +
+                                      node.name + "' (exec): timeout must be more than 0");
   return std::make_unique<ExecOperator>(std::move(settings), names);
 }
 

@@ -28,7 +28,7 @@
 namespace streamctl::connectors {
 
 pipeline::NodeTypeSchema exec_operator_schema();
-std::unique_ptr<operators::Operator> make_exec_operator(const pipeline::PipelineSpec&, const pipeline::NodeSpec&,
-                                                        state::FieldNames&);
+std::unique_ptr<operators::Operator>
+make_exec_operator(const pipeline::PipelineSpec&, const pipeline::NodeSpec&, state::FieldNames&);
 
 } // namespace streamctl::connectors

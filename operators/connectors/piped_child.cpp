@@ -24,7 +24,8 @@ bool is_executable_file(const std::string& path) {
 
 // PATH lookup happens here, before fork: execvp is not async-signal-safe, and a name that is
 // not found is better told as such than as an exit status 127.
-std::optional<std::string> find_executable(const std::string& name, const std::vector<std::string>& env) {
+std::optional<std::string> find_executable(const std::string& name,
+                                           const std::vector<std::string>& env) {
   if (name.find('/') != std::string::npos) return name;
   std::string path = "/usr/local/bin:/usr/bin:/bin";
   for (const auto& e : env)
@@ -62,7 +63,8 @@ std::string command_text(const std::vector<std::string>& argv) {
       continue;
     }
     out += '\'';
-    for (char c : a) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    for (char c : a)
+      out += c == '\'' ? std::string("'\\''") : std::string(1, c);
     out += '\'';
   }
   return out;
@@ -71,15 +73,19 @@ std::string command_text(const std::vector<std::string>& argv) {
 PipedChild::PipedChild(const PipedChildSpec& spec) {
   if (spec.argv.empty()) throw Error(ErrorKind::JobFailed, "cannot start an empty command");
   auto executable = find_executable(spec.argv[0], spec.env);
-  if (!executable) throw Error(ErrorKind::JobFailed, startup_error(spec, "'" + spec.argv[0] + "' not found in PATH"));
+  if (!executable)
+    throw Error(ErrorKind::JobFailed,
+                startup_error(spec, "'" + spec.argv[0] + "' not found in PATH"));
 
   // Everything the child needs is built before fork: between fork and exec only
   // async-signal-safe calls are allowed (the worker has ZeroMQ threads).
   std::vector<char*> argv;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& a : spec.argv)
+    argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   std::vector<char*> envp;
-  for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+  for (const auto& e : spec.env)
+    envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
   std::string dir = spec.working_dir.string();
 
@@ -96,14 +102,16 @@ PipedChild::PipedChild(const PipedChildSpec& spec) {
       ::pipe2(report, O_CLOEXEC) != 0) {
     int e = errno;
     close_all();
-    throw Error(ErrorKind::JobFailed, startup_error(spec, std::string("pipe: ") + std::strerror(e)));
+    throw Error(ErrorKind::JobFailed,
+                startup_error(spec, std::string("pipe: ") + std::strerror(e)));
   }
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     int e = errno;
     close_all();
-    throw Error(ErrorKind::JobFailed, startup_error(spec, std::string("fork: ") + std::strerror(e)));
+    throw Error(ErrorKind::JobFailed,
+                startup_error(spec, std::string("fork: ") + std::strerror(e)));
   }
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -117,7 +125,8 @@ PipedChild::PipedChild(const PipedChildSpec& spec) {
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     // dup2 clears close-on-exec on the copies; the originals close at exec.
-    if (::dup2(in[0], STDIN_FILENO) < 0 || ::dup2(out[1], STDOUT_FILENO) < 0 || ::dup2(err[1], STDERR_FILENO) < 0) {
+    if (::dup2(in[0], STDIN_FILENO) < 0 || ::dup2(out[1], STDOUT_FILENO) < 0 ||
+        ::dup2(err[1], STDERR_FILENO) < 0) {
       int e = errno;
       [[maybe_unused]] auto n = ::write(report[1], &e, sizeof e);
       ::_exit(127);
@@ -149,7 +158,8 @@ PipedChild::PipedChild(const PipedChildSpec& spec) {
     exit_status(std::chrono::seconds(5)); // reap it; the destructor closes the rest
     throw Error(ErrorKind::JobFailed, startup_error(spec, std::strerror(child_errno)));
   }
-  for (int fd : {stdin_, stdout_, stderr_}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  for (int fd : {stdin_, stdout_, stderr_})
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   // Larger pipes: fewer wake-ups per batch for both sides. Best effort (the size is capped by
   // /proc/sys/fs/pipe-max-size for unprivileged users).
   ::fcntl(stdin_, F_SETPIPE_SZ, 1 << 20);
@@ -169,7 +179,9 @@ PipedChild::~PipedChild() {
   exit_status(std::chrono::seconds(5));
 }
 
-void PipedChild::close_stdin() { close_fd(stdin_); }
+void PipedChild::close_stdin() {
+  close_fd(stdin_);
+}
 
 std::optional<int> PipedChild::exit_status(std::chrono::milliseconds wait_for) {
   if (reaped_) return status_;
@@ -200,11 +212,13 @@ std::optional<int> PipedChild::exit_status(std::chrono::milliseconds wait_for) {
 }
 
 std::string PipedChild::describe(int wait_status) {
-  if (WIFEXITED(wait_status)) return "exited with status " + std::to_string(WEXITSTATUS(wait_status));
+  if (WIFEXITED(wait_status))
+    return "exited with status " + std::to_string(WEXITSTATUS(wait_status));
   if (WIFSIGNALED(wait_status)) {
     int sig = WTERMSIG(wait_status);
     const char* name = ::strsignal(sig);
-    return "was killed by signal " + std::to_string(sig) + (name ? std::string(" (") + name + ")" : "");
+    return "was killed by signal " + std::to_string(sig) +
+           (name ? std::string(" (") + name + ")" : "");
   }
   return "ended with wait status " + std::to_string(wait_status);
 }

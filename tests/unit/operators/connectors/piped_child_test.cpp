@@ -1,9 +1,9 @@
 #include <catch2/catch.hpp>
 
 #include <cerrno>
+#include <csignal>
 #include <fstream>
 #include <iterator>
-#include <csignal>
 #include <poll.h>
 #include <string>
 #include <unistd.h>
@@ -74,7 +74,9 @@ TEST_CASE("piped child: a command that cannot start is an error naming it", "[co
   PipedChildSpec spec;
   spec.argv = {"no-such-program-here", "x"};
   spec.env = {"PATH=/usr/bin:/bin"};
-  CHECK_THROWS_WITH(PipedChild(spec), "cannot start command no-such-program-here x: 'no-such-program-here' not found in PATH");
+  CHECK_THROWS_WITH(
+      PipedChild(spec),
+      "cannot start command no-such-program-here x: 'no-such-program-here' not found in PATH");
   spec.argv = {"/etc/hostname"}; // exists, not executable
   CHECK_THROWS_WITH(PipedChild(spec), Catch::Contains("cannot start command /etc/hostname"));
   auto in_missing_dir = shell("true");
