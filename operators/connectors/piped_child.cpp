@@ -125,38 +125,38 @@ PipedChild::PipedChild(const PipedChildSpec& spec) {
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     // dup2 clears close-on-exec on the copies; the originals close at exec.
+    // The report is {step, errno}: which step failed (0 dup2, 1 chdir, 2 execve), and why.
+    auto report_failure = [&](int step) {
+      int what[2] = {step, errno};
+      [[maybe_unused]] auto n = ::write(report[1], what, sizeof what);
+      ::_exit(127);
+    };
     if (::dup2(in[0], STDIN_FILENO) < 0 || ::dup2(out[1], STDOUT_FILENO) < 0 ||
-        ::dup2(err[1], STDERR_FILENO) < 0) {
-      int e = errno;
-      [[maybe_unused]] auto n = ::write(report[1], &e, sizeof e);
-      ::_exit(127);
-    }
-    if (!dir.empty() && ::chdir(dir.c_str()) != 0) {
-      int e = errno;
-      [[maybe_unused]] auto n = ::write(report[1], &e, sizeof e);
-      ::_exit(127);
-    }
+        ::dup2(err[1], STDERR_FILENO) < 0)
+      report_failure(0);
+    if (!dir.empty() && ::chdir(dir.c_str()) != 0) report_failure(1);
     ::execve(executable->c_str(), argv.data(), envp.data());
-    int e = errno;
-    [[maybe_unused]] auto n = ::write(report[1], &e, sizeof e);
-    ::_exit(127);
+    report_failure(2);
   }
   pid_ = pid;
   close_fd(in[0]);
   close_fd(out[1]);
   close_fd(err[1]);
   close_fd(report[1]);
-  int child_errno = 0;
+  int failure[2] = {0, 0}; // {step, errno}, as the child writes it
   ssize_t n;
-  while ((n = ::read(report[0], &child_errno, sizeof child_errno)) < 0 && errno == EINTR) {
+  while ((n = ::read(report[0], failure, sizeof failure)) < 0 && errno == EINTR) {
   }
   close_fd(report[0]);
   stdin_ = in[1];
   stdout_ = out[0];
   stderr_ = err[0];
-  if (n == static_cast<ssize_t>(sizeof child_errno)) {
+  if (n == static_cast<ssize_t>(sizeof failure)) {
     exit_status(std::chrono::seconds(5)); // reap it; the destructor closes the rest
-    throw Error(ErrorKind::JobFailed, startup_error(spec, std::strerror(child_errno)));
+    std::string reason = std::strerror(failure[1]);
+    if (failure[0] == 0) reason = "dup2: " + reason;
+    if (failure[0] == 1) reason = "cannot enter directory " + dir + ": " + reason;
+    throw Error(ErrorKind::JobFailed, startup_error(spec, reason));
   }
   for (int fd : {stdin_, stdout_, stderr_})
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);

@@ -81,7 +81,7 @@ TEST_CASE("piped child: a command that cannot start is an error naming it", "[co
   CHECK_THROWS_WITH(PipedChild(spec), Catch::Contains("cannot start command /etc/hostname"));
   auto in_missing_dir = shell("true");
   in_missing_dir.working_dir = "/no/such/dir";
-  CHECK_THROWS_WITH(PipedChild(in_missing_dir), Catch::Contains("No such file or directory"));
+  CHECK_THROWS_WITH(PipedChild(in_missing_dir), Catch::Contains("cannot enter directory /no/such/dir: No such file or directory"));
 }
 
 TEST_CASE("piped child: the destructor ends the whole process group", "[connectors]") {
