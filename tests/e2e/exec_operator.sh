@@ -51,6 +51,16 @@ assert_eq '{"n":2,"copy":0}
 {"n":3,"copy":1}
 {"n":3,"copy":2}' "$(cat "$WORK/copies.out")" "fan-out output"
 
+# --- `env` reaches the command, beside STREAMCTL_NODE.
+cat >"$WORK/env.awk" <<'AWK'
+/^$/ { print ""; fflush(); next }
+{ printf "{\"tag\":\"%s\",\"node\":\"%s\"}\n", ENVIRON["TAG"], ENVIRON["STREAMCTL_NODE"] }
+AWK
+pipeline env 'type = "stdin"' "command = [\"awk\", \"-f\", \"$WORK/env.awk\"]
+env = { TAG = \"blue sky\" }"
+echo '{"a":1}' | "$STREAMCTL" run "$WORK/env.toml" >"$WORK/env.out"
+assert_eq '{"tag":"blue sky","node":"udf"}' "$(cat "$WORK/env.out")" "env of the command"
+
 # --- Order at parallelism 1: many batches through a pass-through UDF come out in order.
 cat >"$WORK/pass.py" <<PY
 import os, sys; sys.path.insert(0, "$UDF")
