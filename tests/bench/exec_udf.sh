@@ -31,6 +31,9 @@ done
 work=$(mktemp -d "${TMPDIR:-/tmp}/exec-udf-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export STREAMCTL_STATE_DIR="$work/state"
+# A filter's stdout is block-buffered unless this is set (some environments set it): with it,
+# the standalone run would pay a write per line and look slower than it is.
+unset PYTHONUNBUFFERED
 
 python3 - "$records" >"$work/in.jsonl" <<'PY'
 import sys
