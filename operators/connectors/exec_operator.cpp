@@ -252,7 +252,7 @@ private:
       drain_stderr();
       if (!stderr_eof_) ::poll(nullptr, 0, 10);
     }
-    std::string how = status ? PipedChild::describe(*status) : what;
+    std::string how = status ? PipedChild::describe(*status) + " before the end of input" : what;
     throw Error(ErrorKind::JobFailed,
                 label_ + ": command " + command_text(settings_.command) + " " + how);
   }

@@ -131,7 +131,7 @@ pipeline crash 'type = "generator"
 profile = "counter"
 count = 5000' "command = [\"python3\", \"$WORK/crash.py\"]" 'type = "stdout"' 'batch_size = 100'
 run_expect 1 "$STREAMCTL" run "$WORK/crash.toml"
-assert_contains "$WORK/err" "operator 'udf' (exec, subtask 0): command python3 $WORK/crash.py exited with status 1"
+assert_contains "$WORK/err" "operator 'udf' (exec, subtask 0): command python3 $WORK/crash.py exited with status 1 before the end of input"
 assert_contains "$WORK/err" "[exec udf/0] giving up after 500 records"
 assert_no_processes_left
 
