@@ -56,6 +56,7 @@ public:
 
   void process(const state::Batch& in, state::Batch& out) override {
     if (in.empty()) return;
+    check_nothing_unasked();
     timestamp_ = state::kNoTimestamp;
     for (const auto& record : in) {
       writer_.append(record, pending_);
@@ -168,6 +169,23 @@ private:
       pending_.clear();
       written_ = 0;
     }
+  }
+
+  // Between batches the command owes nothing: a line it printed after its last answer's
+  // empty line (a second empty line, as `print(json.dumps(r) + "\n")` gives) would be taken as
+  // the answer to the next batch and shift every answer after it, so it fails the job. Only
+  // what was read already is checked: this costs no system call.
+  void check_nothing_unasked() {
+    auto line = stdout_->next_line();
+    if (!line) return;
+    std::string shown = line->empty() ? std::string("an empty line")
+                                      : "\"" + std::string(line->substr(0, 80)) + "\"";
+    throw Error(ErrorKind::JobFailed,
+                label_ + ": command " + command_text(settings_.command) + " printed " + shown +
+                    " (output line " + std::to_string(stdout_->line_number()) +
+                    ") after the empty line that ended its answer to a batch; each answer ends at "
+                    "its first "
+                    "empty line, and nothing may follow it before the next batch");
   }
 
   // Returns whether the command took any bytes.

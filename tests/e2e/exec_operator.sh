@@ -199,6 +199,22 @@ run_expect 1 "$STREAMCTL" run "$WORK/garbage_fail.toml"
 assert_contains "$WORK/err" "node 'udf': bad record at line 4: output of command awk -f $WORK/garbage.awk is not a JSON object"
 assert_no_processes_left
 
+# --- A command that prints an empty line after each record (print(json.dumps(r) + "\n"))
+# would shift every answer after the first: the job fails, saying what came after an answer.
+cat >"$WORK/blank.py" <<'PY'
+import sys
+for line in sys.stdin:
+    if line == "\n":
+        sys.stdout.write("\n"); sys.stdout.flush(); continue
+    sys.stdout.write(line + "\n")
+PY
+pipeline blank 'type = "generator"
+profile = "counter"
+count = 1000' "command = [\"python3\", \"$WORK/blank.py\"]" 'type = "stdout"' 'batch_size = 10'
+run_expect 1 "$STREAMCTL" run "$WORK/blank.toml"
+assert_contains "$WORK/err" "after the empty line that ended its answer to a batch"
+assert_no_processes_left
+
 # --- A command that never answers fails the job after `timeout`, saying what it owes.
 cat >"$WORK/stuck.py" <<'PY'
 import sys, time
