@@ -83,6 +83,16 @@ public:
     timestamp_ = state::kNoTimestamp;
     exchange(out, /*until_eof=*/true);
     drain_stderr();
+    // More empty lines than batches: answers were cut short and shifted (what
+    // check_nothing_unasked catches when it has been read in time); the output is complete
+    // but its batches were misaligned, so checkpoints did not cover what they claimed.
+    if (unasked_syncs_ > 0)
+      throw Error(ErrorKind::JobFailed,
+                  label_ + ": command " + command_text(settings_.command) + " printed " +
+                      std::to_string(unasked_syncs_) +
+                      " empty line(s) more than the batches it was sent, after the empty line that "
+                      "ended its "
+                      "answer to a batch; each answer ends at its first empty line");
     auto status = child_->exit_status(settings_.timeout);
     if (!status)
       throw Error(ErrorKind::JobFailed,
@@ -224,7 +234,10 @@ private:
       auto line = stdout_->next_line();
       if (!line) return;
       if (line->empty()) {
-        if (syncs_owed_ > 0) --syncs_owed_;
+        if (syncs_owed_ > 0)
+          --syncs_owed_;
+        else
+          ++unasked_syncs_;
         continue;
       }
       builder_.reset();
@@ -294,9 +307,10 @@ private:
   std::optional<PipedChild> child_;
   std::optional<operators::LineReader> stdout_, stderr_;
   bool stdout_eof_ = false, stderr_eof_ = false;
-  std::string pending_;                          // JSON lines and sync lines not yet written
-  std::size_t written_ = 0;                      // bytes of pending_ written
-  std::uint64_t syncs_owed_ = 0;                 // sync lines written or pending, not yet echoed
+  std::string pending_;             // JSON lines and sync lines not yet written
+  std::size_t written_ = 0;         // bytes of pending_ written
+  std::uint64_t syncs_owed_ = 0;    // sync lines written or pending, not yet echoed
+  std::uint64_t unasked_syncs_ = 0; // empty lines read at the end of input, when none was owed
   std::int64_t timestamp_ = state::kNoTimestamp; // of the outputs: the earliest input's
   const void* retained_ = nullptr;               // the chunk the current output batch retains
   state::JsonRecordWriter writer_;
