@@ -90,9 +90,8 @@ public:
       throw Error(ErrorKind::JobFailed,
                   label_ + ": command " + command_text(settings_.command) + " printed " +
                       std::to_string(unasked_syncs_) +
-                      " empty line(s) more than the batches it was sent, after the empty line that "
-                      "ended its "
-                      "answer to a batch; each answer ends at its first empty line");
+                      " empty line(s) more than the batches it was sent, after the empty line "
+                      "that ended its answer to a batch; each answer ends at its first empty line");
     auto status = child_->exit_status(settings_.timeout);
     if (!status)
       throw Error(ErrorKind::JobFailed,
