@@ -1,5 +1,6 @@
 #include "operators/connectors/registry.hpp"
 
+#include "operators/connectors/exec_operator.hpp"
 #include "operators/connectors/exec_sink.hpp"
 #include "operators/connectors/tcp_sink.hpp"
 #include "operators/connectors/zmq_sink.hpp"
@@ -7,6 +8,7 @@
 namespace streamctl::connectors {
 
 void register_connector_types(operators::Registry& registry) {
+  registry.add_operator(exec_operator_schema(), make_exec_operator);
   registry.add_sink(tcp_sink_schema(), make_tcp_sink);
   registry.add_sink(zmq_sink_schema(), make_zmq_sink);
   registry.add_sink(exec_sink_schema(), make_exec_sink);

@@ -3,7 +3,7 @@
 source "$(dirname "$0")/lib/common.bash"
 
 count=0
-for example in "$SOURCE_DIR"/examples/*.toml; do
+for example in "$SOURCE_DIR"/examples/*.toml "$SOURCE_DIR"/examples/udf/*.toml; do
   run_expect 0 "$STREAMCTL" validate "$example"
   for p in 1 3; do
     run_expect 0 "$STREAMCTL" test "$example" -p $p
