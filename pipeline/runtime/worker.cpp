@@ -172,6 +172,7 @@ private:
     auto warn = [this](const std::string& message) { log_.warn("{}", message); };
     chain_ = std::make_unique<TaskChain>(job_->spec, job_->plan, task_, *registry_, names_, warn, options_.spool_dir,
                                          options_.run_tag);
+    if (options_.on_label) options_.on_label(chain_->label());
     if (!options_.restore.empty()) restore_chain();
     exactly_once_ = job_->spec.root["checkpoint"]["mode"].value_or(std::string("exactly-once")) != "at-least-once";
 
