@@ -24,13 +24,16 @@ protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(msg.time.time_since_epoch());
     auto level = spdlog::level::to_string_view(msg.level);
-    std::string_view name = name_.empty() ? std::string_view(msg.logger_name.data(), msg.logger_name.size())
-                                          : std::string_view(name_);
-    std::string line = json_log_line(ms.count(), std::string_view(level.data(), level.size()), name,
+    std::string_view logger = name_.empty() ? std::string_view(msg.logger_name.data(), msg.logger_name.size())
+                                            : std::string_view(name_);
+    std::string line = json_log_line(ms.count(), std::string_view(level.data(), level.size()), logger,
                                      std::string_view(msg.payload.data(), msg.payload.size()));
     std::fwrite(line.data(), 1, line.size(), stderr);
   }
   void flush_() override { std::fflush(stderr); }
+
+private:
+  std::string name_;
 };
 
 // ISO 8601 in UTC, to the millisecond, so that lines of workers on other hosts and in other

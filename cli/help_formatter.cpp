@@ -17,7 +17,8 @@ public:
         return opt->nonpositional() && opt != root->get_help_ptr() &&
                opt != root->get_help_all_ptr() && opt->get_name() != "--version";
       });
-      if (!options.empty()) globals = make_group("GLOBAL OPTIONS", false, options);
+      // make_help already ends the groups before with a blank line.
+      if (!options.empty()) globals = make_group("GLOBAL OPTIONS", false, options).substr(1);
     }
     std::string footer = CLI::Formatter::make_footer(app);
     if (globals.empty()) return footer;

@@ -1,6 +1,7 @@
 #include "cli/usage_errors.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 
 #include "pipeline/spec/did_you_mean.hpp"
 
@@ -95,25 +96,40 @@ std::string unknown_command(const CLI::App& parent, const std::string& word) {
 UsageError explain_parse_error(const CLI::App& root, const CLI::ParseError& e) {
   const CLI::App& command = deepest_command(root);
   UsageError out{command_path(command), e.what()};
-  const std::string kind = e.get_name();
-  if (kind == "ExtrasError" || kind == "RequiredError") {
-    // A typo comes first: it may be why something required is missing ("rnu x.toml").
+  // By type: get_name() of some CLI11 errors is the name of the app that threw them.
+  const bool extras = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr;
+  const bool required = dynamic_cast<const CLI::RequiredError*>(&e) != nullptr;
+  if (extras || required) {
+    // A typo comes first: it may be why something required is missing ("rnu x.toml"). Of
+    // several, an unknown option: CLI11 keeps them out of the order they were given in.
     auto leftovers = root.remaining(true);
-    if (!leftovers.empty()) {
+    auto option = std::find_if(leftovers.begin(), leftovers.end(),
+                               [](const std::string& arg) { return arg.size() > 1 && arg[0] == '-'; });
+    if (option != leftovers.end()) {
+      out.message = explain_leftover(command, *option);
+    } else if (!leftovers.empty()) {
       out.message = explain_leftover(command, leftovers.front());
     } else if (command.get_require_subcommand_min() > 0 && command.get_subcommands().empty()) {
       // "see 'streamctl help snapshot'"
       std::string below = out.command.substr(root.get_name().size());
       out.message = "no command given; see '" + root.get_name() + " help" + below + "'";
-    } else if (kind == "RequiredError") {
+    } else if (required) {
       // "FILE is required", "--job-dir is required"
       std::string what = e.what();
       auto at = what.rfind(" is required");
       if (at != std::string::npos) out.message = "missing " + what.substr(0, at);
     }
-  } else if (kind == "ValidationError") {
+  } else if (dynamic_cast<const CLI::ValidationError*>(&e) != nullptr) {
     out.message = explain_validation(e.what());
-  } else if (kind == "ArgumentMismatch") {
+    // A bad value of a global option is streamctl's, wherever it was given.
+    std::string what = e.what();
+    std::string name = what.substr(0, what.find(':'));
+    for (const CLI::App* a = &command; a != nullptr; a = a->get_parent())
+      if (a->get_option_no_throw(name) != nullptr) {
+        out.command = command_path(*a);
+        break;
+      }
+  } else if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr) {
     out.message = explain_missing_value(command, e.what());
   }
   return out;

@@ -11,7 +11,7 @@ namespace streamctl::cli {
 
 namespace {
 
-std::string quoted(const std::string& value) { return "'" + value + "'"; }
+std::string in_quotes(const std::string& value) { return "'" + value + "'"; }
 
 // Whole numbers print without ".0", fractions as written ("0.1").
 std::string plain(double value) {
@@ -27,9 +27,9 @@ CLI::Validator at_least(long long min) {
       [min](std::string& value) -> std::string {
         long long n = 0;
         auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-        if (ec == std::errc::result_out_of_range) return "is too large: " + quoted(value);
+        if (ec == std::errc::result_out_of_range) return "is too large: " + in_quotes(value);
         if (ec != std::errc() || end != value.data() + value.size())
-          return "must be a whole number, got " + quoted(value);
+          return "must be a whole number, got " + in_quotes(value);
         if (n < min) return "must be at least " + std::to_string(min);
         return {};
       },
@@ -42,7 +42,7 @@ CLI::Validator number_between(double low, double high) {
         char* end = nullptr;
         double x = std::strtod(value.c_str(), &end);
         if (value.empty() || end != value.c_str() + value.size())
-          return "must be a number, got " + quoted(value);
+          return "must be a number, got " + in_quotes(value);
         if (!(x >= low && x <= high))
           return "must be between " + plain(low) + " and " + plain(high);
         return {};
@@ -54,7 +54,7 @@ CLI::Validator byte_size() {
   return CLI::Validator(
       [](std::string& value) -> std::string {
         auto bytes = pipeline::parse_size_bytes(value);
-        if (!bytes) return "must be a size, got " + quoted(value) + ": " + pipeline::size_help;
+        if (!bytes) return "must be a size, got " + in_quotes(value) + ": " + pipeline::size_help;
         value = std::to_string(*bytes);
         return {};
       },
@@ -69,7 +69,7 @@ CLI::Validator one_of(std::vector<std::string> values) {
         std::string listed;
         for (const auto& v : values) listed += (listed.empty() ? "" : ", ") + v;
         std::string hint = pipeline::did_you_mean(value, values);
-        return "must be one of " + listed + "; got " + quoted(value) + (hint.empty() ? "" : "; " + hint);
+        return "must be one of " + listed + "; got " + in_quotes(value) + (hint.empty() ? "" : "; " + hint);
       },
       "", "one_of");
 }

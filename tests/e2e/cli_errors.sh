@@ -26,7 +26,7 @@ expect_error 2 "streamctl run: error: unknown option '--paralelism'; did you mea
 # Global options are candidates too, before or after the command.
 expect_error 2 "streamctl validate: error: unknown option '--state-dri'; did you mean '--state-dir'?" \
   validate "$pipeline" --state-dri /tmp
-expect_error 2 "streamctl: error: unknown option '--verbos'; did you mean '--verbose'?" --verbos list
+expect_error 2 "streamctl list: error: unknown option '--verbos'; did you mean '--verbose'?" --verbos list
 expect_error 2 "streamctl run: error: unknown option '--bogus'" run "$pipeline" --bogus
 expect_error 2 "streamctl run: error: unexpected argument 'extra.toml'" run "$pipeline" extra.toml
 
@@ -109,8 +109,27 @@ o = json.loads(open(sys.argv[1]).read())
 assert o["logger"] == "streamctl" and o["msg"] == "unknown command 'rnu'; did you mean 'run'?", o
 PY
 
-# Text logs: an ISO 8601 UTC time, then "who: level: message"; worker lines name their nodes.
-run_expect 0 "$STREAMCTL" -v run "$SOURCE_DIR/examples/generated_clicks.toml" -p 2
-grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z streamctl: info: ' "$WORK/err" ||
+# Text logs: an ISO 8601 UTC time, then "who: level: message"; a worker's lines name the
+# nodes it runs ("ok[1]"), not its task index.
+cat >"$WORK/logs.toml" <<'TOML'
+name = "logs"
+[sources.gen]
+type = "generator"
+profile = "counter"
+count = 100
+[operators.ok]
+type = "filter"
+inputs = ["gen"]
+where = "seq >= 0"
+parallelism = 2
+[sinks.out]
+type = "stdout"
+inputs = ["ok"]
+TOML
+run_expect 0 "$STREAMCTL" -vv run "$WORK/logs.toml"
+stamp='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z'
+grep -qE "^$stamp streamctl: info: all 4 worker\(s\) ready: records flowing$" "$WORK/err" ||
   fail "no timestamped info line: $(head -5 "$WORK/err")"
+grep -qE "^$stamp ok\[1\]: debug: " "$WORK/err" || fail "no line of worker ok[1]: $(cat "$WORK/err")"
+if grep -qE "worker [0-9]+: " "$WORK/err"; then fail "a worker is named by its index: $(cat "$WORK/err")"; fi
 echo ok
