@@ -21,11 +21,12 @@ void add_rescale_command(CLI::App& app, Context& ctx) {
       ->type_name("N")
       ->check(at_least(1));
   cmd->add_option("--operator", *nodes, "the new parallelism N of the node NAME (repeatable)")
-      ->type_name("NAME=N");
+      ->type_name("NAME=N")
+      ->check(name_equals_count());
   cmd->callback([&ctx, job, parallelism, nodes] {
     ctx.configure_logging("streamctl");
     if (*parallelism == 0 && nodes->empty())
-      throw Error(ErrorKind::Usage, "rescale: give --parallelism N or --operator NAME=N");
+      throw Error(ErrorKind::Usage, "streamctl rescale: error: give --parallelism N or --operator NAME=N");
     std::string changes;
     if (*parallelism > 0) changes += "parallelism=" + std::to_string(*parallelism) + "\n";
     for (const auto& n : *nodes) {

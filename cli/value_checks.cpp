@@ -61,6 +61,21 @@ CLI::Validator byte_size() {
       "", "byte_size");
 }
 
+CLI::Validator name_equals_count() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        auto eq = value.find('=');
+        long long n = 0;
+        const char* digits = value.data() + (eq == std::string::npos ? value.size() : eq + 1);
+        const char* end = value.data() + value.size();
+        auto [stop, ec] = std::from_chars(digits, end, n);
+        if (eq == std::string::npos || eq == 0 || digits == end || ec != std::errc() || stop != end || n < 1)
+          return "must be NAME=N with N a whole number at least 1, got " + in_quotes(value);
+        return {};
+      },
+      "", "name_equals_count");
+}
+
 CLI::Validator one_of(std::vector<std::string> values) {
   return CLI::Validator(
       [values](std::string& value) -> std::string {

@@ -16,6 +16,8 @@ CLI::Validator at_least(long long min);
 CLI::Validator number_between(double low, double high);
 // A size as in a pipeline file ("16MiB", "10MB", "512"), turned into its count of bytes.
 CLI::Validator byte_size();
+// NAME=N with N a whole number >= 1 (rescale --operator).
+CLI::Validator name_equals_count();
 // One of `values`: "must be one of text, dot, json; got 'jsno'; did you mean 'json'?".
 CLI::Validator one_of(std::vector<std::string> values);
 

@@ -43,6 +43,11 @@ for cmd in run graph test; do
     $cmd "$pipeline" --parallelism two
 done
 expect_error 2 "streamctl rescale: error: --parallelism must be at least 1" rescale somejob -p 0
+expect_error 2 "streamctl rescale: error: --operator must be NAME=N with N a whole number at least 1, got 'ok=0'" \
+  rescale somejob --operator ok=0
+expect_error 2 "streamctl rescale: error: --operator must be NAME=N with N a whole number at least 1, got 'ok'" \
+  rescale somejob --operator ok
+expect_error 2 "streamctl rescale: error: give --parallelism N or --operator NAME=N" rescale somejob
 for cmd in run validate graph test; do
   expect_error 2 "streamctl $cmd: error: --max-workers must be at least 1" $cmd "$pipeline" --max-workers 0
   expect_error 2 "streamctl $cmd: error: --max-host-workers must be a whole number, got '1.5'" \
