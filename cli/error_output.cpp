@@ -27,7 +27,8 @@ bool json_requested(const CLI::App& root, const Context& ctx) {
 void print_error(bool json, const std::string& command, const std::string& message,
                  const std::string& label) {
   if (json)
-    write_stderr(json_log_line_now("error", command, label == "error" ? message : label + ": " + message));
+    write_stderr(
+        json_log_line_now("error", command, label == "error" ? message : label + ": " + message));
   else
     write_stderr(command + ": " + label + ": " + message + "\n");
 }

@@ -27,7 +27,8 @@ void add_help_command(CLI::App& app, Context& ctx) {
       target = next;
     }
     // Not target->help(): the app's help follows the command parsed, which is `help` itself.
-    std::cout << target->get_formatter()->make_help(target, command_path(*target), CLI::AppFormatMode::Normal)
+    std::cout << target->get_formatter()->make_help(target, command_path(*target),
+                                                    CLI::AppFormatMode::Normal)
               << std::flush;
     ctx.exit_code = 0;
   });

@@ -11,7 +11,8 @@ public:
   std::string make_footer(const CLI::App* app) const override {
     std::string globals;
     const CLI::App* root = app;
-    while (root->get_parent() != nullptr) root = root->get_parent();
+    while (root->get_parent() != nullptr)
+      root = root->get_parent();
     if (root != app) {
       auto options = root->get_options([root](const CLI::Option* opt) {
         return opt->nonpositional() && opt != root->get_help_ptr() &&
@@ -28,6 +29,8 @@ public:
 
 } // namespace
 
-std::shared_ptr<CLI::Formatter> make_help_formatter() { return std::make_shared<HelpFormatter>(); }
+std::shared_ptr<CLI::Formatter> make_help_formatter() {
+  return std::make_shared<HelpFormatter>();
+}
 
 } // namespace streamctl::cli

@@ -40,7 +40,8 @@ std::string json_log_line(std::int64_t ts_ms, std::string_view level, std::strin
   return line;
 }
 
-std::string json_log_line_now(std::string_view level, std::string_view logger, std::string_view msg) {
+std::string json_log_line_now(std::string_view level, std::string_view logger,
+                              std::string_view msg) {
   auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::system_clock::now().time_since_epoch());
   return json_log_line(now.count(), level, logger, msg);

@@ -14,6 +14,7 @@ std::string json_log_line(std::int64_t ts_ms, std::string_view level, std::strin
                           std::string_view msg);
 
 // The same, stamped now.
-std::string json_log_line_now(std::string_view level, std::string_view logger, std::string_view msg);
+std::string json_log_line_now(std::string_view level, std::string_view logger,
+                              std::string_view msg);
 
 } // namespace streamctl::cli

@@ -22,7 +22,8 @@ const CLI::App& deepest_command(const CLI::App& root) {
 // The commands a user may type under `parent`: not the hidden ones (an empty group).
 std::vector<std::string> visible_commands(const CLI::App& parent) {
   std::vector<std::string> names;
-  for (const CLI::App* sub : parent.get_subcommands([](const CLI::App* s) { return !s->get_group().empty(); }))
+  for (const CLI::App* sub :
+       parent.get_subcommands([](const CLI::App* s) { return !s->get_group().empty(); }))
     names.push_back(sub->get_name());
   return names;
 }
@@ -32,8 +33,10 @@ std::vector<std::string> option_names(const CLI::App& app) {
   std::vector<std::string> names;
   for (const CLI::App* a = &app; a != nullptr; a = a->get_parent()) {
     for (const CLI::Option* opt : a->get_options()) {
-      for (const auto& l : opt->get_lnames()) names.push_back("--" + l);
-      for (const auto& s : opt->get_snames()) names.push_back("-" + s);
+      for (const auto& l : opt->get_lnames())
+        names.push_back("--" + l);
+      for (const auto& s : opt->get_snames())
+        names.push_back("-" + s);
     }
   }
   return names;
@@ -50,9 +53,23 @@ std::string with_hint(std::string message, const std::string& word,
 std::string explain_leftover(const CLI::App& command, const std::string& arg) {
   if (arg.size() > 1 && arg[0] == '-') {
     std::string name = arg.substr(0, arg.find('='));
-    return with_hint("unknown option '" + name + "'", name, option_names(command));
+    // Compared without their dashes: "-z" is not one edit from "-p" in any useful sense.
+    auto bare = [](const std::string& option) {
+      return option.substr(option.find_first_not_of('-'));
+    };
+    std::string message = "unknown option '" + name + "'";
+    if (name.find_first_not_of('-') == std::string::npos) return message;
+    std::vector<std::string> options = option_names(command);
+    std::vector<std::string> bare_options;
+    for (const auto& option : options)
+      bare_options.push_back(bare(option));
+    auto closest = pipeline::closest_name(bare(name), bare_options);
+    if (!closest) return message;
+    auto at = std::find(bare_options.begin(), bare_options.end(), *closest) - bare_options.begin();
+    return message + "; did you mean '" + options[static_cast<std::size_t>(at)] + "'?";
   }
-  bool expects_command = command.get_require_subcommand_min() > 0 && command.get_subcommands().empty();
+  bool expects_command =
+      command.get_require_subcommand_min() > 0 && command.get_subcommands().empty();
   if (expects_command) return unknown_command(command, arg);
   return "unexpected argument '" + arg + "'";
 }
@@ -81,11 +98,14 @@ std::string explain_missing_value(const CLI::App& command, const std::string& wh
 
 } // namespace
 
-std::string UsageError::text() const { return command + ": error: " + message; }
+std::string UsageError::text() const {
+  return command + ": error: " + message;
+}
 
 std::string command_path(const CLI::App& app) {
   std::string path = app.get_name();
-  for (const CLI::App* a = app.get_parent(); a != nullptr; a = a->get_parent()) path = a->get_name() + " " + path;
+  for (const CLI::App* a = app.get_parent(); a != nullptr; a = a->get_parent())
+    path = a->get_name() + " " + path;
   return path;
 }
 
@@ -103,8 +123,9 @@ UsageError explain_parse_error(const CLI::App& root, const CLI::ParseError& e) {
     // A typo comes first: it may be why something required is missing ("rnu x.toml"). Of
     // several, an unknown option: CLI11 keeps them out of the order they were given in.
     auto leftovers = root.remaining(true);
-    auto option = std::find_if(leftovers.begin(), leftovers.end(),
-                               [](const std::string& arg) { return arg.size() > 1 && arg[0] == '-'; });
+    auto option = std::find_if(leftovers.begin(), leftovers.end(), [](const std::string& arg) {
+      return arg.size() > 1 && arg[0] == '-';
+    });
     if (option != leftovers.end()) {
       out.message = explain_leftover(command, *option);
     } else if (!leftovers.empty()) {

@@ -11,7 +11,9 @@ namespace streamctl::cli {
 
 namespace {
 
-std::string in_quotes(const std::string& value) { return "'" + value + "'"; }
+std::string in_quotes(const std::string& value) {
+  return "'" + value + "'";
+}
 
 // Whole numbers print without ".0", fractions as written ("0.1").
 std::string plain(double value) {
@@ -69,7 +71,8 @@ CLI::Validator name_equals_count() {
         const char* digits = value.data() + (eq == std::string::npos ? value.size() : eq + 1);
         const char* end = value.data() + value.size();
         auto [stop, ec] = std::from_chars(digits, end, n);
-        if (eq == std::string::npos || eq == 0 || digits == end || ec != std::errc() || stop != end || n < 1)
+        if (eq == std::string::npos || eq == 0 || digits == end || ec != std::errc() ||
+            stop != end || n < 1)
           return "must be NAME=N with N a whole number at least 1, got " + in_quotes(value);
         return {};
       },
@@ -82,9 +85,11 @@ CLI::Validator one_of(std::vector<std::string> values) {
         for (const auto& v : values)
           if (v == value) return {};
         std::string listed;
-        for (const auto& v : values) listed += (listed.empty() ? "" : ", ") + v;
+        for (const auto& v : values)
+          listed += (listed.empty() ? "" : ", ") + v;
         std::string hint = pipeline::did_you_mean(value, values);
-        return "must be one of " + listed + "; got " + in_quotes(value) + (hint.empty() ? "" : "; " + hint);
+        return "must be one of " + listed + "; got " + in_quotes(value) +
+               (hint.empty() ? "" : "; " + hint);
       },
       "", "one_of");
 }

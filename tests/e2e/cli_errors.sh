@@ -28,6 +28,9 @@ expect_error 2 "streamctl validate: error: unknown option '--state-dri'; did you
   validate "$pipeline" --state-dri /tmp
 expect_error 2 "streamctl list: error: unknown option '--verbos'; did you mean '--verbose'?" --verbos list
 expect_error 2 "streamctl run: error: unknown option '--bogus'" run "$pipeline" --bogus
+# Short options too, but a one-letter option is no typo of another.
+expect_error 2 "streamctl run: error: unknown option '--p'; did you mean '-p'?" run "$pipeline" --p 2
+expect_error 2 "streamctl run: error: unknown option '-z'" run "$pipeline" -z
 expect_error 2 "streamctl run: error: unexpected argument 'extra.toml'" run "$pipeline" extra.toml
 
 # Missing things.
