@@ -140,4 +140,12 @@ grep -qE "^$stamp streamctl: info: all 4 worker\(s\) ready: records flowing$" "$
   fail "no timestamped info line: $(head -5 "$WORK/err")"
 grep -qE "^$stamp ok\[1\]: debug: " "$WORK/err" || fail "no line of worker ok[1]: $(cat "$WORK/err")"
 if grep -qE "worker [0-9]+: " "$WORK/err"; then fail "a worker is named by its index: $(cat "$WORK/err")"; fi
+# ... and in json, the "logger" of a worker's lines.
+run_expect 0 "$STREAMCTL" -vv --log-format json run "$WORK/logs.toml"
+python3 - "$WORK/err" <<'PY' || fail "json logs of a run: $(cat "$WORK/err")"
+import json, sys
+loggers = {json.loads(line)["logger"] for line in open(sys.argv[1]).read().splitlines()}
+assert {"streamctl", "ok[0]", "ok[1]"} <= loggers, loggers
+assert not any(name.startswith("worker ") for name in loggers), loggers
+PY
 echo ok
