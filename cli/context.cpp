@@ -3,6 +3,7 @@
 #include "cli/json_log_line.hpp"
 
 #include <cstdlib>
+#include <mutex>
 #include <string_view>
 
 #include <spdlog/pattern_formatter.h>
@@ -15,10 +16,15 @@ namespace streamctl::cli {
 namespace {
 
 // One JSON object per log line on stderr, for --log-format json.
-class JsonStderrSink final : public spdlog::sinks::base_sink<spdlog::details::null_mutex> {
+// Locked (std::mutex): a worker logs from its beacon and ZAP threads too, and is renamed while
+// they run.
+class JsonStderrSink final : public spdlog::sinks::base_sink<std::mutex> {
 public:
   // Written as "logger" instead of the logger's own name (spdlog names are fixed).
-  void rename(std::string name) { name_ = std::move(name); }
+  void rename(std::string name) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    name_ = std::move(name);
+  }
 
 protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
@@ -61,7 +67,7 @@ void Context::configure_logging(const std::string& name) {
   if (global.log_format == "json") {
     sink = std::make_shared<JsonStderrSink>();
   } else {
-    sink = std::make_shared<spdlog::sinks::stderr_sink_st>();
+    sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
     sink->set_formatter(text_formatter(name));
   }
   log = std::make_shared<spdlog::logger>(name, sink);

@@ -35,7 +35,7 @@ struct Context {
   // Builds `log` from the global flags; `name` prefixes each line ("streamctl", "worker 3").
   void configure_logging(const std::string& name);
   // Gives `log` another name in the lines it writes from now on (a worker: "ok -> slim[2]"
-  // once it knows its nodes). Not safe while another thread logs: call it before they start.
+  // once it knows its nodes). Safe while other threads log: the sinks are locked.
   void rename_logger(const std::string& name);
   // The flags that give a worker the same logging.
   std::vector<std::string> worker_log_flags() const;
