@@ -1,8 +1,12 @@
 #include "cli/context.hpp"
 
+#include "cli/json_log_line.hpp"
+
 #include <cstdlib>
+#include <mutex>
 #include <string_view>
 
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
@@ -12,36 +16,40 @@ namespace streamctl::cli {
 namespace {
 
 // One JSON object per log line on stderr, for --log-format json.
-class JsonStderrSink final : public spdlog::sinks::base_sink<spdlog::details::null_mutex> {
+// Locked (std::mutex): a worker logs from its beacon and ZAP threads too, and is renamed while
+// they run.
+class JsonStderrSink final : public spdlog::sinks::base_sink<std::mutex> {
+public:
+  // Written as "logger" instead of the logger's own name (spdlog names are fixed).
+  void rename(std::string name) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    name_ = std::move(name);
+  }
+
 protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
-    std::string line = "{\"ts\":" + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                       msg.time.time_since_epoch())
-                                                       .count()) +
-                       ",\"level\":\"" + std::string(spdlog::level::to_string_view(msg.level).data()) +
-                       "\",\"logger\":\"" + std::string(msg.logger_name.data(), msg.logger_name.size()) +
-                       "\",\"msg\":\"";
-    for (char c : std::string_view(msg.payload.data(), msg.payload.size())) {
-      switch (c) {
-      case '"': line += "\\\""; break;
-      case '\\': line += "\\\\"; break;
-      case '\n': line += "\\n"; break;
-      case '\t': line += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          line += buf;
-        } else {
-          line += c;
-        }
-      }
-    }
-    line += "\"}\n";
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(msg.time.time_since_epoch());
+    auto level = spdlog::level::to_string_view(msg.level);
+    std::string_view logger = name_.empty() ? std::string_view(msg.logger_name.data(), msg.logger_name.size())
+                                            : std::string_view(name_);
+    std::string line = json_log_line(ms.count(), std::string_view(level.data(), level.size()), logger,
+                                     std::string_view(msg.payload.data(), msg.payload.size()));
     std::fwrite(line.data(), 1, line.size(), stderr);
   }
   void flush_() override { std::fflush(stderr); }
+
+private:
+  std::string name_;
 };
+
+// ISO 8601 in UTC, to the millisecond, so that lines of workers on other hosts and in other
+// time zones sort together; then "who: level: message" as before, which scripts grep.
+std::unique_ptr<spdlog::formatter> text_formatter(const std::string& name) {
+  std::string escaped; // the name is literal text in the pattern
+  for (char c : name) escaped += c == '%' ? std::string("%%") : std::string(1, c);
+  return std::make_unique<spdlog::pattern_formatter>("%Y-%m-%dT%H:%M:%S.%eZ " + escaped + ": %l: %v",
+                                                     spdlog::pattern_time_type::utc);
+}
 
 } // namespace
 
@@ -59,8 +67,8 @@ void Context::configure_logging(const std::string& name) {
   if (global.log_format == "json") {
     sink = std::make_shared<JsonStderrSink>();
   } else {
-    sink = std::make_shared<spdlog::sinks::stderr_sink_st>();
-    sink->set_pattern("%n: %l: %v");
+    sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+    sink->set_formatter(text_formatter(name));
   }
   log = std::make_shared<spdlog::logger>(name, sink);
   // Quiet by default, as a Unix filter should be: warnings and errors only.
@@ -71,6 +79,14 @@ void Context::configure_logging(const std::string& name) {
   else if (global.verbosity >= 3) level = spdlog::level::trace;
   log->set_level(level);
   log->flush_on(spdlog::level::trace);
+}
+
+void Context::rename_logger(const std::string& name) {
+  if (!log) return;
+  for (auto& sink : log->sinks()) {
+    if (auto* json = dynamic_cast<JsonStderrSink*>(sink.get())) json->rename(name);
+    else sink->set_formatter(text_formatter(name));
+  }
 }
 
 std::vector<std::string> Context::worker_log_flags() const {

@@ -34,6 +34,9 @@ struct Context {
   std::filesystem::path state_dir() const;
   // Builds `log` from the global flags; `name` prefixes each line ("streamctl", "worker 3").
   void configure_logging(const std::string& name);
+  // Gives `log` another name in the lines it writes from now on (a worker: "ok -> slim[2]"
+  // once it knows its nodes). Safe while other threads log: the sinks are locked.
+  void rename_logger(const std::string& name);
   // The flags that give a worker the same logging.
   std::vector<std::string> worker_log_flags() const;
 };
@@ -56,5 +59,7 @@ void add_restart_command(CLI::App& app, Context& ctx);
 void add_rescale_command(CLI::App& app, Context& ctx);
 void add_top_command(CLI::App& app, Context& ctx);
 void add_tap_command(CLI::App& app, Context& ctx);
+// `help [COMMAND...]`: the --help of a command; of streamctl without one.
+void add_help_command(CLI::App& app, Context& ctx);
 
 } // namespace streamctl::cli

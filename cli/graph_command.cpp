@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/context.hpp"
+#include "cli/value_checks.hpp"
 #include "cli/limit_options.hpp"
 #include "pipeline/runtime/host_limits.hpp"
 #include "pipeline/runtime/job_loader.hpp"
@@ -21,11 +22,15 @@ void add_graph_command(CLI::App& app, Context& ctx) {
     LimitOptions limits;
   };
   auto o = std::make_shared<Options>();
-  cmd->add_option("FILE", o->file, "the pipeline file")->required();
-  cmd->add_option("--format", o->format, "text, dot (Graphviz) or json")->check(CLI::IsMember({"text", "dot", "json"}));
+  cmd->add_option("FILE", o->file, "the pipeline file")->required()->type_name("");
+  cmd->add_option("--format", o->format, "text, dot (Graphviz) or json")
+      ->type_name("text|dot|json")
+      ->check(one_of({"text", "dot", "json"}));
   cmd->add_option("-p,--parallelism", o->parallelism, "default parallelism of every node, as for run")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--set", o->overrides, "override a pipeline value: dotted.key=VALUE (repeatable)");
+      ->type_name("N")
+      ->check(at_least(1));
+  cmd->add_option("--set", o->overrides, "override a pipeline value: dotted.key=VALUE (repeatable)")
+      ->type_name("KEY=VALUE");
   add_limit_options(cmd, o->limits);
   cmd->callback([&ctx, o] {
     ctx.configure_logging("streamctl");

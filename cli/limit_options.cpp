@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/value_checks.hpp"
 #include "pipeline/runtime/host_limits.hpp"
 
 namespace streamctl::cli {
@@ -20,16 +21,19 @@ LimitOptions::worker_limits(const std::optional<std::filesystem::path>& state_di
 
 void add_limit_options(CLI::App* cmd, LimitOptions& options) {
   cmd->add_option("--max-pipeline-size", options.max_pipeline_size,
-                  "refuse a pipeline file larger than this (default 16MiB; suffixes KiB, MiB)")
-      ->transform(CLI::AsSizeValue(false));
+                  "refuse a pipeline file larger than this (default 16MiB; units B, KB, MB, KiB, MiB, GiB)")
+      ->type_name("SIZE")
+      ->transform(byte_size());
   cmd->add_option("--max-workers", options.max_workers,
                   "refuse a job of more worker processes than N (default 1024)")
-      ->check(CLI::PositiveNumber);
+      ->type_name("N")
+      ->check(at_least(1));
   cmd->add_option(
          "--max-host-workers", options.max_host_workers,
          "refuse a job when its workers and those of the other jobs running on this host under the "
          "state dir exceed N (default: 64 per CPU, within memory and ulimit -u)")
-      ->check(CLI::PositiveNumber);
+      ->type_name("N")
+      ->check(at_least(1));
 }
 
 } // namespace streamctl::cli

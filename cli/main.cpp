@@ -7,7 +7,11 @@
 #include <iostream>
 
 #include "cli/context.hpp"
+#include "cli/error_output.hpp"
+#include "cli/help_formatter.hpp"
+#include "cli/usage_errors.hpp"
 #include "cli/snapshot_command.hpp"
+#include "cli/value_checks.hpp"
 #include "operators/connectors/registry.hpp"
 #include "state/error.hpp"
 
@@ -28,18 +32,24 @@ int main(int argc, char** argv) {
   cli::Context ctx;
   connectors::register_all_types(ctx.registry);
 
+  // Named, not argv[0]: usage lines read "streamctl run ...", wherever the binary is.
   CLI::App app{"streamctl - a stream processor: TOML pipelines of sources, operators and sinks,\n"
-               "run as worker processes linked by ZeroMQ. See streamctl(1)."};
+               "run as worker processes linked by ZeroMQ. See streamctl(1).",
+               "streamctl"};
+  app.formatter(cli::make_help_formatter()); // before the commands: each copies it
   app.set_version_flag("--version", std::string("streamctl ") + STREAMCTL_VERSION);
   app.require_subcommand(1);
   app.fallthrough(); // global flags may come after the command too
   app.add_option("--state-dir", ctx.global.state_dir,
                  "where jobs are registered (default: $STREAMCTL_STATE_DIR, $XDG_STATE_HOME/streamctl or "
-                 "~/.local/state/streamctl)");
+                 "~/.local/state/streamctl)")
+      ->type_name("DIR");
   app.add_flag("-v,--verbose", ctx.global.verbosity, "more logging on stderr (repeat for more)");
   app.add_flag("-q,--quiet", ctx.global.quiet, "errors only on stderr");
-  app.add_option("--log-format", ctx.global.log_format, "log line format on stderr")
-      ->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--log-format", ctx.global.log_format,
+                 "log lines on stderr: text (UTC time, who, level, message) or json (one object a line)")
+      ->type_name("text|json")
+      ->check(cli::one_of({"text", "json"}));
 
   cli::add_validate_command(app, ctx);
   cli::add_graph_command(app, ctx);
@@ -57,21 +67,25 @@ int main(int argc, char** argv) {
   cli::add_snapshot_command(app, ctx);
   cli::add_worker_command(app, ctx);
   cli::add_probe_command(app, ctx);
+  cli::add_help_command(app, ctx);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e); // --help, --version: on stdout
+    cli::UsageError error = cli::explain_parse_error(app, e);
+    cli::print_error(cli::json_requested(app, ctx), error.command, error.message);
+    return 2;
   } catch (const Error& e) {
+    bool json = cli::json_requested(app, ctx);
     // Pipeline problems are "FILE:LINE:COL: message" lines, printed as they are so that
     // editors and grep can use them.
-    if (e.kind() == ErrorKind::Usage) std::cerr << e.what() << "\n";
+    if (e.kind() == ErrorKind::Usage) cli::print_error_lines(json, "streamctl", e.what());
     else if (ctx.log) ctx.log->error("{}", e.what());
-    else std::cerr << "streamctl: error: " << e.what() << "\n";
+    else cli::print_error(json, "streamctl", e.what());
     return exit_code_for(e.kind());
   } catch (const std::exception& e) {
-    std::cerr << "streamctl: internal error: " << e.what() << "\n";
+    cli::print_error(cli::json_requested(app, ctx), "streamctl", e.what(), "internal error");
     return 1;
   }
   return ctx.exit_code;

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/context.hpp"
+#include "cli/value_checks.hpp"
 #include "pipeline/runtime/job_client.hpp"
 #include "pipeline/runtime/job_directory.hpp"
 
@@ -15,14 +16,17 @@ void add_rescale_command(CLI::App& app, Context& ctx) {
   auto job = std::make_shared<std::string>();
   auto parallelism = std::make_shared<int>(0);
   auto nodes = std::make_shared<std::vector<std::string>>();
-  cmd->add_option("JOB", *job, "a job id, or a job name that one job has")->required();
+  cmd->add_option("JOB", *job, "a job id, or a job name that one job has")->required()->type_name("");
   cmd->add_option("-p,--parallelism", *parallelism, "the new default parallelism (nodes that set their own keep it)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--operator", *nodes, "NAME=N: the new parallelism of one node (repeatable)");
+      ->type_name("N")
+      ->check(at_least(1));
+  cmd->add_option("--operator", *nodes, "the new parallelism N of the node NAME (repeatable)")
+      ->type_name("NAME=N")
+      ->check(name_equals_count());
   cmd->callback([&ctx, job, parallelism, nodes] {
     ctx.configure_logging("streamctl");
     if (*parallelism == 0 && nodes->empty())
-      throw Error(ErrorKind::Usage, "rescale: give --parallelism N or --operator NAME=N");
+      throw Error(ErrorKind::Usage, "streamctl rescale: error: give --parallelism N or --operator NAME=N");
     std::string changes;
     if (*parallelism > 0) changes += "parallelism=" + std::to_string(*parallelism) + "\n";
     for (const auto& n : *nodes) {

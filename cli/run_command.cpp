@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "cli/context.hpp"
+#include "cli/value_checks.hpp"
 #include "cli/detach.hpp"
 #include "cli/limit_options.hpp"
 #include "pipeline/runtime/host_limits.hpp"
@@ -38,21 +39,27 @@ void add_run_command(CLI::App& app, Context& ctx) {
     LimitOptions limits;
   };
   auto o = std::make_shared<Options>();
-  cmd->add_option("FILE", o->file, "the pipeline file")->required();
-  cmd->add_option("-p,--parallelism", o->parallelism, "default parallelism of every node")->check(CLI::PositiveNumber);
-  cmd->add_option("--set", o->overrides, "override a pipeline value: dotted.key=VALUE (repeatable)");
+  cmd->add_option("FILE", o->file, "the pipeline file")->required()->type_name("");
+  cmd->add_option("-p,--parallelism", o->parallelism, "default parallelism of every node")
+      ->type_name("N")
+      ->check(at_least(1));
+  cmd->add_option("--set", o->overrides, "override a pipeline value: dotted.key=VALUE (repeatable)")
+      ->type_name("KEY=VALUE");
   cmd->add_option("--transport", o->transport,
                   "data channels between local workers: ipc (Unix sockets) or tcp (loopback, as across hosts)")
-      ->check(CLI::IsMember({"ipc", "tcp"}));
+      ->type_name("ipc|tcp")
+      ->check(one_of({"ipc", "tcp"}));
   cmd->add_option("--launcher", o->launcher,
                   "how workers start, instead of the pipeline's [cluster] launcher: local (all on this host; "
                   "[cluster] hosts unused), ssh (on [cluster] hosts), slurm (as steps of the Slurm allocation "
                   "this runs in, or outside one of an allocation run makes with salloc and releases at the end)")
-      ->check(CLI::IsMember({"local", "ssh", "slurm"}));
+      ->type_name("local|ssh|slurm")
+      ->check(one_of({"local", "ssh", "slurm"}));
   cmd->add_flag("--detach", o->detach,
                 "print the job id and return; the job runs on, its stdout and log in its directory of the state dir");
   cmd->add_option("--from-savepoint", o->from_savepoint,
-                  "start from this savepoint or checkpoint directory (its state, source offsets, pending output)");
+                  "start from this savepoint or checkpoint directory (its state, source offsets, pending output)")
+      ->type_name("DIR");
   cmd->add_flag("--resume", o->resume,
                 "start from the latest savepoint or completed checkpoint of a job with the same name, if any");
   cmd->add_flag("--savepoint-on-exit", o->savepoint_on_exit,

@@ -254,7 +254,8 @@ void add_snapshot_command(CLI::App& app, Context& ctx) {
   };
   auto io = std::make_shared<InspectOptions>();
   inspect->add_option("PATH", io->file, "a snapshot file (*.snap), or a checkpoint or savepoint directory")
-      ->required();
+      ->required()
+      ->type_name("");
   inspect->add_flag("--json", io->json, "print one JSON object instead of text");
   inspect->callback([&ctx, io] {
     ctx.configure_logging("streamctl");
@@ -283,7 +284,8 @@ void add_snapshot_command(CLI::App& app, Context& ctx) {
   verify
       ->add_option("PATH", *files,
                    "snapshot files, or checkpoint directories (every *.snap in them)")
-      ->required();
+      ->required()
+      ->type_name("");
   verify->callback([&ctx, files] {
     ctx.configure_logging("streamctl");
     ctx.exit_code = 0;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/context.hpp"
+#include "cli/value_checks.hpp"
 #include "pipeline/runtime/job_directory.hpp"
 #include "pipeline/runtime/signal_channel.hpp"
 #include "pipeline/runtime/tap_session.hpp"
@@ -71,10 +72,15 @@ void add_tap_command(CLI::App& app, Context& ctx) {
   auto node = std::make_shared<std::string>();
   auto limit = std::make_shared<std::uint64_t>(0);
   auto sample = std::make_shared<double>(1.0);
-  cmd->add_option("JOB", *job, "a job id, or a job name that one job has")->required();
-  cmd->add_option("NODE", *node, "the node (source, operator or sink) whose output to print")->required();
-  cmd->add_option("--limit", *limit, "stop after this many records (default: until the job ends)");
-  cmd->add_option("--sample", *sample, "print this share of the records, chosen at random (0 < P <= 1; default 1)");
+  cmd->add_option("JOB", *job, "a job id, or a job name that one job has")->required()->type_name("");
+  cmd->add_option("NODE", *node, "the node (source, operator or sink) whose output to print")
+      ->required()
+      ->type_name("");
+  cmd->add_option("--limit", *limit, "stop after this many records (default: until the job ends)")
+      ->type_name("N")
+      ->check(at_least(1));
+  cmd->add_option("--sample", *sample, "print this share of the records, chosen at random (0 < P <= 1; default 1)")
+      ->type_name("P");
   cmd->callback([&ctx, job, node, limit, sample] {
     ctx.configure_logging("streamctl");
     if (!(*sample > 0.0 && *sample <= 1.0))

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/context.hpp"
+#include "cli/value_checks.hpp"
 #include "cli/job_status_query.hpp"
 #include "cli/keyboard_mode.hpp"
 #include "cli/status_view.hpp"
@@ -106,9 +107,10 @@ void add_top_command(CLI::App& app, Context& ctx) {
   auto job = std::make_shared<std::string>();
   auto interval = std::make_shared<double>(1.0);
   auto once = std::make_shared<bool>(false);
-  cmd->add_option("JOB", *job, "a job id, or a job name that one job has")->required();
+  cmd->add_option("JOB", *job, "a job id, or a job name that one job has")->required()->type_name("");
   cmd->add_option("--interval", *interval, "seconds between refreshes (default 1)")
-      ->check(CLI::Range(0.1, 3600.0));
+      ->type_name("SECONDS")
+      ->check(number_between(0.1, 3600.0));
   cmd->add_flag("--once", *once, "print one frame, without terminal codes, and exit");
   cmd->callback([&ctx, job, interval, once] {
     ctx.configure_logging("streamctl");

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/context.hpp"
+#include "cli/value_checks.hpp"
 #include "cli/limit_options.hpp"
 #include "pipeline/runtime/host_limits.hpp"
 #include "pipeline/runtime/job_loader.hpp"
@@ -40,11 +41,13 @@ void add_validate_command(CLI::App& app, Context& ctx) {
   auto overrides = std::make_shared<std::vector<std::string>>();
   auto limits = std::make_shared<LimitOptions>();
   auto sample = std::make_shared<std::string>();
-  cmd->add_option("FILE", *file, "the pipeline file")->required();
+  cmd->add_option("FILE", *file, "the pipeline file")->required()->type_name("");
   cmd->add_option("--sample", *sample,
                   "also run the pipeline over this file, read by its first source, with its sinks discarding "
-                  "their output, and print what the run warns of (nodes that pass on nothing, fields no record has)");
-  cmd->add_option("--set", *overrides, "override a pipeline value: dotted.key=VALUE (repeatable)");
+                  "their output, and print what the run warns of (nodes that pass on nothing, fields no record has)")
+      ->type_name("FILE");
+  cmd->add_option("--set", *overrides, "override a pipeline value: dotted.key=VALUE (repeatable)")
+      ->type_name("KEY=VALUE");
   add_limit_options(cmd, *limits);
   cmd->callback([&ctx, file, overrides, limits, sample] {
     ctx.configure_logging("streamctl");

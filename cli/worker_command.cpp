@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "cli/context.hpp"
+#include "cli/value_checks.hpp"
 #include "pipeline/runtime/worker.hpp"
 #include "pipeline/runtime/worker_bootstrap.hpp"
 
@@ -37,7 +38,7 @@ void add_worker_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--file-name", o->file_name)->required();
   cmd->add_option("--task", o->task)->required();
   cmd->add_option("--coordinator", o->coordinator)->required();
-  cmd->add_option("--transport", o->transport)->check(CLI::IsMember({"ipc", "tcp"}));
+  cmd->add_option("--transport", o->transport)->check(one_of({"ipc", "tcp"}));
   auto restore = std::make_shared<std::string>();
   auto spool_dir = std::make_shared<std::string>();
   auto bootstrap_fd = std::make_shared<int>(-1);
@@ -47,7 +48,7 @@ void add_worker_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--run-tag", o->run_tag);
   // The job and its keys come on this descriptor (worker_bootstrap.hpp), which then stays
   // open while the coordinator lives: 0 behind ssh.
-  cmd->add_option("--bootstrap-fd", *bootstrap_fd)->check(CLI::NonNegativeNumber);
+  cmd->add_option("--bootstrap-fd", *bootstrap_fd)->check(at_least(0));
   cmd->callback([&ctx, o, job_dir, base_dir, socket_dir, restore, spool_dir, bootstrap_fd] {
     ctx.configure_logging("worker " + std::to_string(o->task));
     o->job_dir = *job_dir;
@@ -55,6 +56,8 @@ void add_worker_command(CLI::App& app, Context& ctx) {
     o->socket_dir = *socket_dir;
     o->restore = *restore;
     o->spool_dir = *spool_dir;
+    // "ok -> slim[2]: warning: ..." says where; "worker 2" would send the reader to `graph`.
+    o->on_label = [&ctx](const std::string& label) { ctx.rename_logger(label); };
     std::unique_ptr<runtime::BootstrapChannelWatch> watch;
     if (*bootstrap_fd >= 0) {
       // Behind ssh the parent is sshd's session for this login: when it goes, so does the

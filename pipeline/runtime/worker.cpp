@@ -175,6 +175,7 @@ private:
                                          options_.run_tag);
     tap_ = std::make_unique<RecordTap>(chain_->node_names(), names_);
     chain_->set_tap(tap_.get());
+    if (options_.on_label) options_.on_label(chain_->label());
     if (!options_.restore.empty()) restore_chain();
     exactly_once_ = job_->spec.root["checkpoint"]["mode"].value_or(std::string("exactly-once")) != "at-least-once";
 

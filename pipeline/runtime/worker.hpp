@@ -34,6 +34,10 @@ struct WorkerOptions {
   // for the bootstrap's heartbeat timeout; it is expected not to return (the caller ends the
   // process: nobody is left to tell).
   std::function<void(const std::string& why)> on_coordinator_lost;
+  // Called once, from the worker's thread, as soon as the task knows the nodes it runs, with
+  // their label ("ok -> slim[2]"): for the caller to name its log lines after them rather than
+  // after the task's index. Empty: nothing to do.
+  std::function<void(const std::string& label)> on_label;
 };
 
 // Returns the process exit code: 0 finished (or halted after a savepoint), 1 failed (FAILED

@@ -20,6 +20,7 @@
 #include <toml++/toml.h>
 
 #include "pipeline/spec/diagnostics.hpp"
+#include "pipeline/spec/did_you_mean.hpp"
 #include "pipeline/spec/node_schema.hpp"
 #include "pipeline/spec/source_text.hpp"
 #include "state/field_names.hpp"
@@ -36,8 +37,8 @@ struct Owner {
   Owner nested(const std::string& path) const;
 };
 
-// "did you mean 'where'?" when one candidate is close enough to `word`, else "".
-std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
+// "did you mean 'where'?": shared with the command line (did_you_mean.hpp).
+using pipeline::did_you_mean;
 std::string join(const std::vector<std::string>& items, std::string_view separator = ", ");
 // "integer", "string", "float", "boolean", "array", "table", "date", "time", "date-time".
 std::string toml_type_name(const toml::node& node);
