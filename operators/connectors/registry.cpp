@@ -1,9 +1,15 @@
 #include "operators/connectors/registry.hpp"
 
+#include "operators/connectors/exec_source.hpp"
+#include "operators/connectors/tcp_source.hpp"
+#include "operators/connectors/zmq_source.hpp"
+
 namespace streamctl::connectors {
 
 void register_connector_types(operators::Registry& registry) {
-  (void)registry; // the tcp, zmq and exec types register here as they land (issue 11)
+  registry.add_source(tcp_source_schema(), make_tcp_source);
+  registry.add_source(exec_source_schema(), make_exec_source);
+  registry.add_source(zmq_source_schema(), make_zmq_source);
 }
 
 void register_all_types(operators::Registry& registry) {
