@@ -14,7 +14,7 @@ address = "127.0.0.1:$port"
 end_after_idle = "1500ms"
 on_error = "dead_letter"
 dead_letter = "$WORK/$1.dead"
-$2
+${2:-}
 [sinks.out]
 type = "stdout"
 inputs = ["in"]
@@ -58,7 +58,7 @@ job=$!
 python3 "$SOURCE_DIR/tests/e2e/lib/tcp_client.py" "$port" "$WORK/mixed.bin"
 set +e; wait $job; code=$?; set -e
 assert_eq 0 "$code" "exit code with bad lines ($(tail -3 "$WORK/mixed.log"))"
-assert_eq '{"i":1} {"i":2} {"i":3}' "$(canonical <"$WORK/mixed.out" | tr '\n' ' ' | sed 's/ $//')" "good records"
+assert_eq '{"i": 1} {"i": 2} {"i": 3}' "$(canonical <"$WORK/mixed.out" | tr '\n' ' ' | sed 's/ $//')" "good records"
 assert_eq 2 "$(wc -l <"$WORK/mixed.dead")" "bad records (5 MB line, garbage)"
 assert_contains "$WORK/mixed.dead" "longer than max_line"
 [[ $(wc -c <"$WORK/mixed.dead") -lt 100000 ]] || fail "the dead letter holds the whole 5 MB line"

@@ -2,7 +2,12 @@
 # (one record per message; of a multipart message the last frame), and SUB binding, with a
 # prefix filter, fed by a PUB that connects.
 source "$(dirname "$0")/lib/common.bash"
-python3 -c 'import zmq' 2>/dev/null || { echo "python3-zmq is not installed: skipped"; exit 77; }
+# The peer needs python3-zmq (Debian's, so /usr/bin/python3 when another python3 comes first).
+zpy=
+for candidate in python3 /usr/bin/python3; do
+  if "$candidate" -c 'import zmq' 2>/dev/null; then zpy=$candidate; break; fi
+done
+[[ -n $zpy ]] || { echo "python3-zmq is not installed: skipped"; exit 77; }
 
 port=$(python3 "$SOURCE_DIR/tests/e2e/lib/free_port.py")
 pipeline() { # NAME KEYS
@@ -12,7 +17,7 @@ name = "$1"
 type = "zmq"
 endpoint = "tcp://127.0.0.1:$port"
 end_after_idle = "1500ms"
-$2
+${2:-}
 [sinks.out]
 type = "stdout"
 inputs = ["in"]
@@ -22,7 +27,7 @@ TOML
 pipeline pull 'socket = "PULL"' >"$WORK/pull.toml"
 "$STREAMCTL" run "$WORK/pull.toml" >"$WORK/pull.out" 2>"$WORK/pull.log" &
 job=$!
-python3 - "$port" <<'PY'
+"$zpy" - "$port" <<'PY'
 import sys, zmq
 ctx = zmq.Context()
 s = ctx.socket(zmq.PUSH)
@@ -44,7 +49,7 @@ subscribe = ["keep"]' >"$WORK/sub.toml"
 "$STREAMCTL" -vv run "$WORK/sub.toml" >"$WORK/sub.out" 2>"$WORK/sub.log" &
 job=$!
 wait_for_text "$WORK/sub.log" "records flowing"
-python3 - "$port" <<'PY'
+"$zpy" - "$port" <<'PY'
 import sys, time, zmq
 ctx = zmq.Context()
 s = ctx.socket(zmq.PUB)
