@@ -23,16 +23,19 @@ constexpr std::size_t kPumpBytes = 4 << 20;
 std::string origin_of(const std::string& name, std::uint64_t offset) {
   std::uint64_t h = 14695981039346656037ull;
   auto mix = [&h](unsigned char c) { h = (h ^ c) * 1099511628211ull; };
-  for (char c : name) mix(static_cast<unsigned char>(c));
-  for (int k = 0; k < 8; ++k) mix(static_cast<unsigned char>(offset >> (8 * k)));
+  for (char c : name)
+    mix(static_cast<unsigned char>(c));
+  for (int k = 0; k < 8; ++k)
+    mix(static_cast<unsigned char>(offset >> (8 * k)));
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
   return hex;
 }
 } // namespace
 
-SpooledLineSource::SpooledLineSource(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
-                                     state::FieldNames& names, std::string kind, char letter)
+SpooledLineSource::SpooledLineSource(const pipeline::PipelineSpec& spec,
+                                     const pipeline::NodeSpec& node, state::FieldNames& names,
+                                     std::string kind, char letter)
     : LineSource(spec, node, names), kind_(std::move(kind)), letter_(letter) {}
 
 SpooledLineSource::~SpooledLineSource() {
@@ -47,7 +50,8 @@ SourceStatus SpooledLineSource::poll(state::Batch& out, std::size_t max_records)
   } else if (reader_fd_ < 0 && !consumed_) {
     int ends[2];
     if (::pipe2(ends, O_CLOEXEC | O_NONBLOCK) != 0)
-      throw Error(ErrorKind::JobFailed, "source '" + ctx_.node->name + "': pipe: " + std::strerror(errno));
+      throw Error(ErrorKind::JobFailed,
+                  "source '" + ctx_.node->name + "': pipe: " + std::strerror(errno));
     (void)::fcntl(ends[1], F_SETPIPE_SZ, 1 << 20); // fewer round trips; the default also works
     reader_fd_ = ends[0];
     pipe_write_fd_ = ends[1];
@@ -90,7 +94,8 @@ void SpooledLineSource::flush_pending() {
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-    throw Error(ErrorKind::JobFailed, "source '" + ctx_.node->name + "': pipe write: " + std::strerror(errno));
+    throw Error(ErrorKind::JobFailed,
+                "source '" + ctx_.node->name + "': pipe write: " + std::strerror(errno));
   }
   pending_.erase(0, done);
   // The reader sees the end of the input once it has read everything before it.
@@ -118,10 +123,12 @@ std::vector<std::string> SpooledLineSource::referenced_files() const {
   return {spool_->name()};
 }
 
-Result<void> SpooledLineSource::restore_position(const std::vector<std::string_view>& old_subtasks) {
+Result<void>
+SpooledLineSource::restore_position(const std::vector<std::string_view>& old_subtasks) {
   std::string what = "position of source '" + ctx_.node->name + "'";
   if (old_subtasks.size() != 1)
-    return fail(what + ": " + kind_ + " has one subtask, the snapshot holds " + std::to_string(old_subtasks.size()));
+    return fail(what + ": " + kind_ + " has one subtask, the snapshot holds " +
+                std::to_string(old_subtasks.size()));
   if (old_subtasks[0].empty()) return {}; // nothing was read
   PositionReader r(old_subtasks[0], what);
   if (auto ok = r.header(kPositionVersion, static_cast<std::uint8_t>(letter_)); !ok) return ok;
@@ -138,7 +145,8 @@ Result<void> SpooledLineSource::restore_position(const std::vector<std::string_v
   if (auto ok = r.end(); !ok) return ok;
   if (*spooled > 1) return r.failure("bad spooled flag");
   if (*spooled == 0)
-    return fail(what + ": " + kind_ + " was read without a checkpoint directory, so it cannot be replayed");
+    return fail(what + ": " + kind_ +
+                " was read without a checkpoint directory, so it cannot be replayed");
   if (!Spool::valid_name(*name)) return r.failure("bad spool file name '" + *name + "'");
   if (*line > *offset) return r.failure("more lines than bytes");
   if (ctx_.checkpoint_dir.empty())
@@ -150,8 +158,9 @@ Result<void> SpooledLineSource::restore_position(const std::vector<std::string_v
       return fail(what + ": spool file '" + (dir / *name).string() + "' is missing");
     spool_ = Spool::open(dir, *name);
     if (spool_->size() < *offset)
-      return fail(what + ": spool file '" + spool_->path().string() + "' has " + std::to_string(spool_->size()) +
-                  " bytes, fewer than the " + std::to_string(*offset) + " already read");
+      return fail(what + ": spool file '" + spool_->path().string() + "' has " +
+                  std::to_string(spool_->size()) + " bytes, fewer than the " +
+                  std::to_string(*offset) + " already read");
     start_ = LineProgress{*offset, *line, std::move(*header)};
     return {};
   }
@@ -187,10 +196,13 @@ void SpooledLineSource::close_input(int fd, const LineProgress& at) {
 }
 
 void SpooledLineSource::start_spool() {
-  if (!spool_) spool_ = Spool::open(ctx_.checkpoint_dir, Spool::file_name(spool_prefix(), run_tag()));
+  if (!spool_)
+    spool_ = Spool::open(ctx_.checkpoint_dir, Spool::file_name(spool_prefix(), run_tag()));
 }
 
-std::string SpooledLineSource::spool_prefix() const { return kind_ + "-" + Spool::safe_part(ctx_.node->name); }
+std::string SpooledLineSource::spool_prefix() const {
+  return kind_ + "-" + Spool::safe_part(ctx_.node->name);
+}
 
 // The run's tag; without one (a test), a random one: this object is a run of its own.
 const std::string& SpooledLineSource::run_tag() const {

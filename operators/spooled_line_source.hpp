@@ -48,8 +48,8 @@ namespace streamctl::operators {
 class SpooledLineSource : public LineSource {
 public:
   // `kind` names the type in spool file names ("stdin"); `letter` is the position's kind.
-  SpooledLineSource(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node, state::FieldNames& names,
-                    std::string kind, char letter);
+  SpooledLineSource(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
+                    state::FieldNames& names, std::string kind, char letter);
   ~SpooledLineSource() override;
 
   SourceStatus poll(state::Batch& out, std::size_t max_records) override;
@@ -104,9 +104,9 @@ private:
   std::unique_ptr<Spool> spool_; // when spooling, once started or restored
   mutable std::string run_tag_;
   bool input_ended_ = false;
-  bool consumed_ = false;        // the input was opened (and maybe read to its end)
-  LineProgress start_;           // where reading starts in the spool
-  LineProgress final_;           // where it ended
+  bool consumed_ = false; // the input was opened (and maybe read to its end)
+  LineProgress start_;    // where reading starts in the spool
+  LineProgress final_;    // where it ended
 };
 
 } // namespace streamctl::operators

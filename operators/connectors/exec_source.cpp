@@ -25,16 +25,19 @@ constexpr std::size_t kReadBytes = 256 << 10;
 // (PR_SET_PDEATHSIG), so a worker killed with -9 leaves no command behind.
 class Child {
 public:
-  Child(const std::vector<std::string>& argv, const std::filesystem::path& dir, const std::string& where) {
+  Child(const std::vector<std::string>& argv, const std::filesystem::path& dir,
+        const std::string& where) {
     int out[2], err[2];
-    if (::pipe2(out, O_CLOEXEC) != 0) throw Error(ErrorKind::JobFailed, where + ": pipe: " + std::strerror(errno));
+    if (::pipe2(out, O_CLOEXEC) != 0)
+      throw Error(ErrorKind::JobFailed, where + ": pipe: " + std::strerror(errno));
     if (::pipe2(err, O_CLOEXEC) != 0) {
       ::close(out[0]);
       ::close(out[1]);
       throw Error(ErrorKind::JobFailed, where + ": pipe: " + std::strerror(errno));
     }
     std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    for (const auto& a : argv)
+      args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     pid_t parent = ::getpid();
     pid_ = ::fork();
@@ -70,7 +73,8 @@ public:
     close_stderr();
     if (pid_ > 0 && !reaped_) {
       ::kill(pid_, SIGTERM);
-      for (int k = 0; k < 50 && !try_reap(); ++k) ::usleep(10000);
+      for (int k = 0; k < 50 && !try_reap(); ++k)
+        ::usleep(10000);
       if (!reaped_) {
         ::kill(pid_, SIGKILL);
         ::waitpid(pid_, nullptr, 0);
@@ -94,7 +98,8 @@ public:
   bool try_reap() {
     if (reaped_) return true;
     pid_t r;
-    do r = ::waitpid(pid_, &status_, WNOHANG);
+    do
+      r = ::waitpid(pid_, &status_, WNOHANG);
     while (r < 0 && errno == EINTR);
     if (r == pid_) reaped_ = true;
     return reaped_;
@@ -110,16 +115,18 @@ private:
 
 std::string joined(const std::vector<std::string>& argv) {
   std::string out;
-  for (const auto& a : argv) out += (out.empty() ? "" : " ") + a;
+  for (const auto& a : argv)
+    out += (out.empty() ? "" : " ") + a;
   return out;
 }
 
 class ExecSource final : public operators::SpooledLineSource {
 public:
-  ExecSource(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node, state::FieldNames& names,
-             std::vector<std::string> argv, std::string where, LiveSourceOptions options)
-      : SpooledLineSource(spec, node, names, "exec", 'X'), argv_(std::move(argv)), dir_(spec.base_dir),
-        where_(std::move(where)), options_(options), buffer_(kReadBytes),
+  ExecSource(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
+             state::FieldNames& names, std::vector<std::string> argv, std::string where,
+             LiveSourceOptions options)
+      : SpooledLineSource(spec, node, names, "exec", 'X'), argv_(std::move(argv)),
+        dir_(spec.base_dir), where_(std::move(where)), options_(options), buffer_(kReadBytes),
         framer_(options.max_line, [this](std::string_view head, std::size_t length) {
           ctx_.errors->bad_record(head, 0, too_long_reason(length, options_.max_line));
         }) {}
@@ -152,8 +159,9 @@ protected:
     forward_stderr();
     int status = child_->status();
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
-    std::string how = WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
-                                        : "was killed by signal " + std::to_string(WTERMSIG(status));
+    std::string how = WIFEXITED(status)
+                          ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                          : "was killed by signal " + std::to_string(WTERMSIG(status));
     throw Error(ErrorKind::JobFailed, where_ + ": command '" + joined(argv_) + "' " + how);
   }
   // Once its stdout has closed, the command's exit is noticed at the next poll: the task
@@ -163,7 +171,8 @@ protected:
 private:
   void start() {
     epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
-    if (epoll_fd_ < 0) throw Error(ErrorKind::JobFailed, where_ + ": epoll: " + std::strerror(errno));
+    if (epoll_fd_ < 0)
+      throw Error(ErrorKind::JobFailed, where_ + ": epoll: " + std::strerror(errno));
     child_ = std::make_unique<Child>(argv_, dir_, where_);
     for (int fd : {child_->stdout_fd(), child_->stderr_fd()}) {
       epoll_event ev{};
@@ -187,8 +196,10 @@ private:
         break;
       }
       for (ssize_t k = 0; k < n; ++k) {
-        if (chunk[k] == '\n') log_stderr_line();
-        else if (stderr_line_.size() < 4096) stderr_line_.push_back(chunk[k]);
+        if (chunk[k] == '\n')
+          log_stderr_line();
+        else if (stderr_line_.size() < 4096)
+          stderr_line_.push_back(chunk[k]);
       }
     }
   }
@@ -213,16 +224,23 @@ private:
 
 pipeline::NodeTypeSchema exec_source_schema() {
   pipeline::NodeTypeSchema schema{"exec", operators::text_format_keys()};
-  schema.keys.insert(schema.keys.begin(),
-                     pipeline::KeySchema{"command", pipeline::KeyType::StringArray, true, {}, {},
-                                         "program and arguments, run without a shell in the pipeline file's "
-                                         "directory, e.g. [\"python3\", \"gen.py\"]"});
-  for (auto& key : live_source_keys(false)) schema.keys.push_back(std::move(key));
+  schema.keys.insert(
+      schema.keys.begin(),
+      pipeline::KeySchema{"command",
+                          pipeline::KeyType::StringArray,
+                          true,
+                          {},
+                          {},
+                          "program and arguments, run without a shell in the pipeline file's "
+                          "directory, e.g. [\"python3\", \"gen.py\"]"});
+  for (auto& key : live_source_keys(false))
+    schema.keys.push_back(std::move(key));
   schema.one_subtask = true;
   return schema;
 }
 
-std::unique_ptr<operators::Source> make_exec_source(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
+std::unique_ptr<operators::Source> make_exec_source(const pipeline::PipelineSpec& spec,
+                                                    const pipeline::NodeSpec& node,
                                                     state::FieldNames& names) {
   std::string where = where_in(spec, node, "command");
   std::vector<std::string> argv;
@@ -230,7 +248,8 @@ std::unique_ptr<operators::Source> make_exec_source(const pipeline::PipelineSpec
     for (const auto& v : *array)
       if (auto s = v.value<std::string>()) argv.push_back(*s);
   if (argv.empty() || argv[0].empty())
-    throw Error(ErrorKind::Usage, where + ": command must name a program, e.g. [\"python3\", \"gen.py\"]");
+    throw Error(ErrorKind::Usage,
+                where + ": command must name a program, e.g. [\"python3\", \"gen.py\"]");
   return std::make_unique<ExecSource>(spec, node, names, std::move(argv), std::move(where),
                                       read_live_source_options(spec, node));
 }

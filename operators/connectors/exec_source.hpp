@@ -16,7 +16,7 @@
 namespace streamctl::connectors {
 
 pipeline::NodeTypeSchema exec_source_schema();
-std::unique_ptr<operators::Source> make_exec_source(const pipeline::PipelineSpec&, const pipeline::NodeSpec&,
-                                                    state::FieldNames&);
+std::unique_ptr<operators::Source> make_exec_source(const pipeline::PipelineSpec&,
+                                                    const pipeline::NodeSpec&, state::FieldNames&);
 
 } // namespace streamctl::connectors

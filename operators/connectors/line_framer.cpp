@@ -28,14 +28,16 @@ void LineFramer::report_skipped() {
 void LineFramer::feed(std::string_view bytes, std::string& out) {
   while (!bytes.empty()) {
     const void* nl = std::memchr(bytes.data(), '\n', bytes.size());
-    std::size_t stop = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data()) : bytes.size();
+    std::size_t stop =
+        nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - bytes.data()) : bytes.size();
     std::string_view piece = bytes.substr(0, stop);
     if (skipping_) {
       skipped_ += piece.size();
     } else if (partial_.size() + piece.size() > max_line_) {
       // Too long already: keep its head and length, not its bytes.
       skipped_head_ = partial_.substr(0, kHeadBytes);
-      if (skipped_head_.size() < kHeadBytes) skipped_head_.append(piece.substr(0, kHeadBytes - skipped_head_.size()));
+      if (skipped_head_.size() < kHeadBytes)
+        skipped_head_.append(piece.substr(0, kHeadBytes - skipped_head_.size()));
       skipped_ = partial_.size() + piece.size();
       skipping_ = true;
       partial_.clear();

@@ -19,7 +19,8 @@ public:
   // longer than max_line, `head` its first bytes.
   using TooLong = std::function<void(std::string_view head, std::size_t length)>;
 
-  LineFramer(std::size_t max_line, TooLong too_long) : max_line_(max_line), too_long_(std::move(too_long)) {}
+  LineFramer(std::size_t max_line, TooLong too_long)
+      : max_line_(max_line), too_long_(std::move(too_long)) {}
 
   // Appends the lines that `bytes` completes to `out`, each ending in '\n'; keeps the
   // unterminated rest for the next call.

@@ -32,7 +32,8 @@ std::optional<Endpoint> split_address(const std::string& address, std::string& w
     return std::nullopt;
   }
   Endpoint e{address.substr(0, colon), address.substr(colon + 1)};
-  if (e.host.size() > 2 && e.host.front() == '[' && e.host.back() == ']') e.host = e.host.substr(1, e.host.size() - 2);
+  if (e.host.size() > 2 && e.host.front() == '[' && e.host.back() == ']')
+    e.host = e.host.substr(1, e.host.size() - 2);
   char* end = nullptr;
   long port = std::strtol(e.port.c_str(), &end, 10);
   if (*end != '\0' || port < 1 || port > 65535) {
@@ -71,13 +72,15 @@ int listen_on(const Endpoint& e, std::string& why) {
 
 class TcpSource final : public operators::SpooledLineSource {
 public:
-  TcpSource(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node, state::FieldNames& names,
-            Endpoint endpoint, std::string where, LiveSourceOptions options)
-      : SpooledLineSource(spec, node, names, "tcp", 'T'), endpoint_(std::move(endpoint)), where_(std::move(where)),
-        options_(options), buffer_(kReadBytes) {}
+  TcpSource(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
+            state::FieldNames& names, Endpoint endpoint, std::string where,
+            LiveSourceOptions options)
+      : SpooledLineSource(spec, node, names, "tcp", 'T'), endpoint_(std::move(endpoint)),
+        where_(std::move(where)), options_(options), buffer_(kReadBytes) {}
 
   ~TcpSource() override {
-    for (auto& [fd, framer] : connections_) ::close(fd);
+    for (auto& [fd, framer] : connections_)
+      ::close(fd);
     if (listen_fd_ >= 0) ::close(listen_fd_);
     if (epoll_fd_ >= 0) ::close(epoll_fd_);
   }
@@ -87,9 +90,11 @@ public:
     SpooledLineSource::open(ctx);
     std::string why;
     listen_fd_ = listen_on(endpoint_, why);
-    if (listen_fd_ < 0) throw Error(ErrorKind::Usage, where_ + ": cannot listen on " + address() + ": " + why);
+    if (listen_fd_ < 0)
+      throw Error(ErrorKind::Usage, where_ + ": cannot listen on " + address() + ": " + why);
     epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
-    if (epoll_fd_ < 0) throw Error(ErrorKind::JobFailed, where_ + ": epoll: " + std::strerror(errno));
+    if (epoll_fd_ < 0)
+      throw Error(ErrorKind::JobFailed, where_ + ": epoll: " + std::strerror(errno));
     watch(listen_fd_);
     last_activity_ms_ = monotonic_ms();
   }
@@ -102,12 +107,15 @@ protected:
     while (moved < budget) {
       int n = ::epoll_wait(epoll_fd_, events, 64, 0);
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) throw Error(ErrorKind::JobFailed, where_ + ": epoll_wait: " + std::strerror(errno));
+      if (n < 0)
+        throw Error(ErrorKind::JobFailed, where_ + ": epoll_wait: " + std::strerror(errno));
       if (n == 0) break;
       for (int k = 0; k < n; ++k) {
         int fd = events[k].data.fd;
-        if (fd == listen_fd_) accept_all();
-        else moved += read_from(fd);
+        if (fd == listen_fd_)
+          accept_all();
+        else
+          moved += read_from(fd);
       }
     }
     if (!framed_.empty()) append(framed_);
@@ -141,9 +149,10 @@ private:
         return; // EAGAIN, or out of descriptors: the rest wait in the backlog
       }
       watch(fd);
-      connections_.emplace(fd, LineFramer(options_.max_line, [this](std::string_view head, std::size_t length) {
-                             ctx_.errors->bad_record(head, 0, too_long_reason(length, options_.max_line));
-                           }));
+      connections_.emplace(
+          fd, LineFramer(options_.max_line, [this](std::string_view head, std::size_t length) {
+            ctx_.errors->bad_record(head, 0, too_long_reason(length, options_.max_line));
+          }));
       accepted_any_ = true;
       last_activity_ms_ = monotonic_ms();
     }
@@ -155,7 +164,8 @@ private:
     auto it = connections_.find(fd);
     if (it == connections_.end()) return 0;
     ssize_t n;
-    do n = ::read(fd, buffer_.data(), buffer_.size());
+    do
+      n = ::read(fd, buffer_.data(), buffer_.size());
     while (n < 0 && errno == EINTR);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
     if (n > 0) {
@@ -185,14 +195,21 @@ private:
 
 pipeline::NodeTypeSchema tcp_source_schema() {
   pipeline::NodeTypeSchema schema{"tcp", operators::text_format_keys()};
-  schema.keys.insert(schema.keys.begin(), pipeline::KeySchema{"address", pipeline::KeyType::String, true, {}, {},
-                                                              "HOST:PORT to listen on, e.g. \"127.0.0.1:9000\""});
-  for (auto& key : live_source_keys(true)) schema.keys.push_back(std::move(key));
+  schema.keys.insert(schema.keys.begin(),
+                     pipeline::KeySchema{"address",
+                                         pipeline::KeyType::String,
+                                         true,
+                                         {},
+                                         {},
+                                         "HOST:PORT to listen on, e.g. \"127.0.0.1:9000\""});
+  for (auto& key : live_source_keys(true))
+    schema.keys.push_back(std::move(key));
   schema.one_subtask = true;
   return schema;
 }
 
-std::unique_ptr<operators::Source> make_tcp_source(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
+std::unique_ptr<operators::Source> make_tcp_source(const pipeline::PipelineSpec& spec,
+                                                   const pipeline::NodeSpec& node,
                                                    state::FieldNames& names) {
   std::string where = where_in(spec, node, "address");
   std::string address = node.config["address"].value_or(std::string());

@@ -13,7 +13,7 @@
 namespace streamctl::connectors {
 
 pipeline::NodeTypeSchema tcp_source_schema();
-std::unique_ptr<operators::Source> make_tcp_source(const pipeline::PipelineSpec&, const pipeline::NodeSpec&,
-                                                   state::FieldNames&);
+std::unique_ptr<operators::Source> make_tcp_source(const pipeline::PipelineSpec&,
+                                                   const pipeline::NodeSpec&, state::FieldNames&);
 
 } // namespace streamctl::connectors

@@ -20,10 +20,11 @@ struct ZmqConfig {
 
 class ZmqSource final : public operators::SpooledLineSource {
 public:
-  ZmqSource(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node, state::FieldNames& names,
-            ZmqConfig config, std::string where, LiveSourceOptions options)
-      : SpooledLineSource(spec, node, names, "zmq", 'Z'), config_(std::move(config)), where_(std::move(where)),
-        options_(options) {}
+  ZmqSource(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
+            state::FieldNames& names, ZmqConfig config, std::string where,
+            LiveSourceOptions options)
+      : SpooledLineSource(spec, node, names, "zmq", 'Z'), config_(std::move(config)),
+        where_(std::move(where)), options_(options) {}
 
   // Binds or connects here, before any record flows: an endpoint in use fails the job at once.
   void open(operators::OperatorContext& ctx) override {
@@ -34,13 +35,17 @@ public:
     socket_->set(zmq::sockopt::rcvhwm, 100000);
     if (config_.type == zmq::socket_type::sub) {
       if (config_.subscribe.empty()) socket_->set(zmq::sockopt::subscribe, "");
-      for (const auto& prefix : config_.subscribe) socket_->set(zmq::sockopt::subscribe, prefix);
+      for (const auto& prefix : config_.subscribe)
+        socket_->set(zmq::sockopt::subscribe, prefix);
     }
     try {
-      if (config_.bind) socket_->bind(config_.endpoint);
-      else socket_->connect(config_.endpoint);
+      if (config_.bind)
+        socket_->bind(config_.endpoint);
+      else
+        socket_->connect(config_.endpoint);
     } catch (const zmq::error_t& e) {
-      throw Error(ErrorKind::Usage, where_ + ": cannot " + (config_.bind ? "bind " : "connect to ") +
+      throw Error(ErrorKind::Usage, where_ + ": cannot " +
+                                        (config_.bind ? "bind " : "connect to ") +
                                         config_.endpoint + ": " + e.what());
     }
     fd_ = socket_->get(zmq::sockopt::fd);
@@ -70,7 +75,8 @@ protected:
       last_activity_ms_ = now;
       received_any_ = true;
     }
-    return options_.end_after_idle_ms > 0 && received_any_ && now - last_activity_ms_ >= options_.end_after_idle_ms;
+    return options_.end_after_idle_ms > 0 && received_any_ &&
+           now - last_activity_ms_ >= options_.end_after_idle_ms;
   }
   // ZMQ_FD is edge-triggered: it signals once for messages that arrive after a recv found
   // none, so a pump that stopped at its budget says so (input_has_more).
@@ -84,7 +90,8 @@ private:
     if (!message.empty() && message.back() == '\n') message.remove_suffix(1);
     if (!message.empty() && message.back() == '\r') message.remove_suffix(1);
     if (message.size() > options_.max_line) {
-      ctx_.errors->bad_record(message.substr(0, 256), 0, too_long_reason(message.size(), options_.max_line));
+      ctx_.errors->bad_record(message.substr(0, 256), 0,
+                              too_long_reason(message.size(), options_.max_line));
       return;
     }
     if (message.find('\n') != std::string_view::npos) {
@@ -112,17 +119,33 @@ pipeline::NodeTypeSchema zmq_source_schema() {
   pipeline::NodeTypeSchema schema{"zmq", operators::text_format_keys()};
   std::vector<pipeline::KeySchema> own{
       {"socket", pipeline::KeyType::Enum, true, {"PULL", "SUB"}, {}, "socket type"},
-      {"endpoint", pipeline::KeyType::String, true, {}, {}, "ZeroMQ endpoint, e.g. \"tcp://127.0.0.1:5555\""},
-      {"bind", pipeline::KeyType::Bool, false, {}, {}, "bind the endpoint instead of connecting (default false)"},
-      {"subscribe", pipeline::KeyType::StringArray, false, {}, {},
+      {"endpoint",
+       pipeline::KeyType::String,
+       true,
+       {},
+       {},
+       "ZeroMQ endpoint, e.g. \"tcp://127.0.0.1:5555\""},
+      {"bind",
+       pipeline::KeyType::Bool,
+       false,
+       {},
+       {},
+       "bind the endpoint instead of connecting (default false)"},
+      {"subscribe",
+       pipeline::KeyType::StringArray,
+       false,
+       {},
+       {},
        "SUB: topic prefixes to receive (default: everything)"}};
   schema.keys.insert(schema.keys.begin(), own.begin(), own.end());
-  for (auto& key : live_source_keys(true)) schema.keys.push_back(std::move(key));
+  for (auto& key : live_source_keys(true))
+    schema.keys.push_back(std::move(key));
   schema.one_subtask = true;
   return schema;
 }
 
-std::unique_ptr<operators::Source> make_zmq_source(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
+std::unique_ptr<operators::Source> make_zmq_source(const pipeline::PipelineSpec& spec,
+                                                   const pipeline::NodeSpec& node,
                                                    state::FieldNames& names) {
   ZmqConfig config;
   config.type_name = node.config["socket"].value_or(std::string("PULL"));
@@ -133,11 +156,14 @@ std::unique_ptr<operators::Source> make_zmq_source(const pipeline::PipelineSpec&
     for (const auto& v : *array)
       if (auto s = v.value<std::string>()) config.subscribe.push_back(*s);
   if (!config.subscribe.empty() && config.type != zmq::socket_type::sub)
-    throw Error(ErrorKind::Usage, where_in(spec, node, "subscribe") + ": 'subscribe' is for socket = \"SUB\" only");
+    throw Error(ErrorKind::Usage,
+                where_in(spec, node, "subscribe") + ": 'subscribe' is for socket = \"SUB\" only");
   if (config.endpoint.find("://") == std::string::npos)
-    throw Error(ErrorKind::Usage, where_in(spec, node, "endpoint") + ": endpoint '" + config.endpoint +
-                                      "' is not TRANSPORT://ADDRESS, e.g. \"tcp://127.0.0.1:5555\"");
-  return std::make_unique<ZmqSource>(spec, node, names, std::move(config), where_in(spec, node, "endpoint"),
+    throw Error(ErrorKind::Usage,
+                where_in(spec, node, "endpoint") + ": endpoint '" + config.endpoint +
+                    "' is not TRANSPORT://ADDRESS, e.g. \"tcp://127.0.0.1:5555\"");
+  return std::make_unique<ZmqSource>(spec, node, names, std::move(config),
+                                     where_in(spec, node, "endpoint"),
                                      read_live_source_options(spec, node));
 }
 

@@ -16,7 +16,7 @@
 namespace streamctl::connectors {
 
 pipeline::NodeTypeSchema zmq_source_schema();
-std::unique_ptr<operators::Source> make_zmq_source(const pipeline::PipelineSpec&, const pipeline::NodeSpec&,
-                                                   state::FieldNames&);
+std::unique_ptr<operators::Source> make_zmq_source(const pipeline::PipelineSpec&,
+                                                   const pipeline::NodeSpec&, state::FieldNames&);
 
 } // namespace streamctl::connectors

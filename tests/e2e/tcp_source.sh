@@ -66,9 +66,11 @@ assert_contains "$WORK/mixed.dead" "longer than max_line"
 # An address in use: exit 2 before anything flows, naming the node, where and the address.
 python3 -c '
 import socket, sys, time
-s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(60)' "$port" &
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); open(sys.argv[2], "w").write("listening")
+time.sleep(60)' "$port" "$WORK/holder" &
 holder=$!
-sleep 0.3
+wait_for_text "$WORK/holder" listening
 pipeline busy >"$WORK/busy.toml"
 run_expect 2 "$STREAMCTL" run "$WORK/busy.toml"
 kill $holder

@@ -66,6 +66,21 @@ assert_eq 0 "$code" "exit code of SUB ($(tail -3 "$WORK/sub.log"))"
 python3 -c 'print("\n".join("{\"i\": %d}" % i for i in range(0, 3000, 3)))' | canonical >"$WORK/expected.txt"
 canonical <"$WORK/sub.out" | cmp -s - "$WORK/expected.txt" || fail "SUB: records differ ($(wc -l <"$WORK/sub.out") lines)"
 
+# A bind on an address in use: exit 2 before anything flows, naming the node and endpoint.
+python3 -c '
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); open(sys.argv[2], "w").write("listening")
+time.sleep(60)' "$port" "$WORK/holder" &
+holder=$!
+wait_for_text "$WORK/holder" listening
+pipeline busy 'socket = "PULL"
+bind = true' >"$WORK/busy.toml"
+run_expect 2 "$STREAMCTL" run "$WORK/busy.toml"
+kill $holder
+assert_contains "$WORK/err" "source 'in'"
+assert_contains "$WORK/err" "tcp://127.0.0.1:$port"
+
 # subscribe on a PULL socket is refused at load.
 pipeline wrong 'socket = "PULL"
 subscribe = ["x"]' >"$WORK/wrong.toml"

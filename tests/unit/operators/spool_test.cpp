@@ -21,7 +21,8 @@ std::string contents(const std::filesystem::path& path) {
 }
 } // namespace
 
-TEST_CASE("Spool::append writes after what the file holds, and reopening appends after it", "[spool]") {
+TEST_CASE("Spool::append writes after what the file holds, and reopening appends after it",
+          "[spool]") {
   TempDir dir;
   {
     auto spool = Spool::open(dir.path, "tcp-in.run.spool");

@@ -8,9 +8,11 @@
 
 using streamctl::connectors::LineFramer;
 
-TEST_CASE("lines cut at random points come out whole, the unterminated last one at finish", "[framer]") {
+TEST_CASE("lines cut at random points come out whole, the unterminated last one at finish",
+          "[framer]") {
   std::string input;
-  for (int i = 0; i < 2000; ++i) input += "line " + std::to_string(i) + std::string(i % 37, 'x') + "\n";
+  for (int i = 0; i < 2000; ++i)
+    input += "line " + std::to_string(i) + std::string(i % 37, 'x') + "\n";
   input += "tail without newline";
   auto seed = std::random_device{}();
   INFO("seed " << seed);
@@ -28,13 +30,16 @@ TEST_CASE("lines cut at random points come out whole, the unterminated last one 
   REQUIRE(reports == 0);
 }
 
-TEST_CASE("a line over max_line is one report with its length, the lines around it pass", "[framer]") {
+TEST_CASE("a line over max_line is one report with its length, the lines around it pass",
+          "[framer]") {
   std::vector<std::pair<std::string, std::size_t>> reports;
-  LineFramer framer(10, [&](std::string_view head, std::size_t length) { reports.emplace_back(head, length); });
+  LineFramer framer(
+      10, [&](std::string_view head, std::size_t length) { reports.emplace_back(head, length); });
   std::string out;
   std::string big(5000, 'y');
   std::string input = "ok1\n" + big + "\nok2\n0123456789\n01234567890\nlast-is-long-too";
-  for (std::size_t at = 0; at < input.size(); at += 7) framer.feed(std::string_view(input).substr(at, 7), out);
+  for (std::size_t at = 0; at < input.size(); at += 7)
+    framer.feed(std::string_view(input).substr(at, 7), out);
   REQUIRE(framer.held() <= 10);
   framer.finish(out);
   REQUIRE(out == "ok1\nok2\n0123456789\n");
