@@ -48,6 +48,13 @@ assert_contains "$WORK/err" "exited with status 3"
 assert_contains "$WORK/err" "bad.toml:6:"
 assert_contains "$WORK/err" "exec source 'gen': about to fail"
 
+# With a [restart] strategy, the failure restarts the job (the command runs again) until the
+# strategy gives up.
+sed 's/^strategy = "none"$/strategy = "fixed"\ndelay = "50ms"\nmax_attempts = 2/' "$WORK/bad.toml" >"$WORK/retried.toml"
+run_expect 1 "$STREAMCTL" -vv run "$WORK/retried.toml"
+assert_eq 2 "$(grep -c "restarting the job" "$WORK/err" || true)" "restarts after exit status 3"
+assert_eq 3 "$(grep -c "exec source 'gen': about to fail" "$WORK/err" || true)" "runs of the command"
+
 # A command key missing is a validation error at the node.
 printf 'name = "x"\n[sources.gen]\ntype = "exec"\n[sinks.out]\ntype = "stdout"\ninputs = ["gen"]\n' >"$WORK/none.toml"
 run_expect 2 "$STREAMCTL" run "$WORK/none.toml"
