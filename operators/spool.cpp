@@ -201,6 +201,11 @@ Spool::Pump Spool::pump(int in_fd, std::size_t max_bytes) {
   return moved > 0 ? Pump::Read : Pump::WouldBlock;
 }
 
+void Spool::append(std::string_view bytes) {
+  if (!pwrite_all(fd_, bytes.data(), bytes.size(), size_)) fail_io("cannot write", path_);
+  size_ += bytes.size();
+}
+
 void Spool::sync() const {
   if (::fsync(fd_) != 0) fail_io("cannot fsync", path_);
 }

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "state/error.hpp"
@@ -52,6 +53,9 @@ public:
   // file, so a worker killed at any moment loses none. Other inputs (a terminal, a socket)
   // are read into memory and written. Throws Error(JobFailed) on a read or write error.
   Pump pump(int in_fd, std::size_t max_bytes);
+  // Appends `bytes` (whole lines that a source framed itself: tcp connections, zmq messages).
+  // Throws Error(JobFailed) when it cannot write them all.
+  void append(std::string_view bytes);
   // Makes what was appended durable (at a checkpoint).
   void sync() const;
   // A new read-only descriptor on the file, at offset 0; the caller closes it.

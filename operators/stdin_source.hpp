@@ -2,7 +2,7 @@
 // `type = "stdin"`: lines from the job's standard input. Always one subtask.
 //
 // When the job takes checkpoints (OperatorContext::checkpoint_dir set), everything read from
-// stdin is first appended to a spool file there (operators/spool.hpp) and the lines are read
+// stdin is first appended to a spool file there (operators/spooled_line_source.hpp) and the lines are read
 // back from it: the position is the spool file's name and the offset consumed, so a restore
 // replays what was read but not emitted, then goes on reading stdin.
 

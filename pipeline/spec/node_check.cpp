@@ -195,13 +195,13 @@ std::optional<NodeDraft> check_node(Checker& c, NodeRole role, const toml::key& 
   if (auto p = table->get("parallelism")) {
     d.parallelism_where = c.pos(*p);
     if (auto n = c.int_at_least(*p, "parallelism", 1)) {
-      if (schema && schema->single_instance && *n > 1)
+      if (schema && (schema->single_instance || schema->one_subtask) && *n > 1)
         c.error(c.pos(*p), "'parallelism' of " + owner.subject + " is always 1");
       else
         d.parallelism = n;
     }
   }
-  if (schema && schema->single_instance) d.spec.parallelism = 1;
+  if (schema && (schema->single_instance || schema->one_subtask)) d.spec.parallelism = 1;
 
   if (auto p = table->get("partition"))
     if (auto s = c.enum_value(*p, "partition", partition_choices))

@@ -66,6 +66,8 @@ struct NodeTypeSchema {
   bool takes_inputs = true;          // false for sources
   bool single_instance = false;      // stdin and stdout: parallelism is always 1, and it runs
                                      // on the coordinator's host (its terminal)
+  bool one_subtask = false;          // parallelism is always 1, on any host (a tcp source
+                                     // listening on one address)
   ReadFields read_fields;            // empty: reads every field of every input
   MadeFields made_fields;            // sources only; empty: the fields are not known
 };
