@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "pipeline/runtime/utc_clock.hpp"
 #include "state/json_writer.hpp"
 
 namespace streamctl::runtime {
@@ -13,15 +14,6 @@ using namespace std::chrono_literals;
 
 // The figures each sample holds are of the last heartbeat (about one second).
 constexpr auto kSampleEvery = 1s;
-
-std::string utc_now() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
 
 std::string number(double v) {
   char buf[32];

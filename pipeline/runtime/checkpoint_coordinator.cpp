@@ -5,6 +5,7 @@
 #include "operators/wall_clock.hpp"
 #include "pipeline/runtime/checkpoint_metadata.hpp"
 #include "pipeline/runtime/checkpoint_restore.hpp"
+#include "pipeline/runtime/utc_clock.hpp"
 #include "pipeline/spec/schema_check.hpp"
 #include "state/error.hpp"
 
@@ -12,14 +13,6 @@ namespace streamctl::runtime {
 
 namespace {
 
-std::string utc_stamp() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
-  return buf;
-}
 
 transport::ControlMessage error_reply(const std::string& message) {
   return transport::ControlMessage{"ERROR", {}}.set("message", message);
@@ -229,7 +222,7 @@ std::filesystem::path CheckpointCoordinator::next_checkpoint_dir() const {
 std::filesystem::path
 CheckpointCoordinator::savepoint_dir(const std::filesystem::path& parent) const {
   return (parent.empty() ? settings_.root : parent) /
-         ("savepoint-" + utc_stamp() + "-" + std::to_string(next_id_));
+         ("savepoint-" + utc_now(kCompactUtc) + "-" + std::to_string(next_id_));
 }
 
 void CheckpointCoordinator::prune() const {

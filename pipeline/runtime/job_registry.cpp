@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <unistd.h>
 
+#include "pipeline/runtime/utc_clock.hpp"
 #include "state/error.hpp"
 #include "state/json_writer.hpp"
 
@@ -17,14 +18,6 @@ namespace streamctl::runtime {
 
 namespace {
 
-std::string utc_now(const char* format) {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&now, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, format, &tm);
-  return buf;
-}
 
 using state::json_string;
 
@@ -50,12 +43,12 @@ std::optional<std::filesystem::path> make_temp_dir(const std::filesystem::path& 
 
 JobRegistration::JobRegistration(const std::filesystem::path& state_dir, const pipeline::PipelineSpec& spec,
                                  const std::string& reuse_id)
-    : name_(spec.name), started_(utc_now("%Y-%m-%dT%H:%M:%SZ")), pipeline_file_(spec.file.string()),
+    : name_(spec.name), started_(utc_now()), pipeline_file_(spec.file.string()),
       base_dir_(std::filesystem::absolute(spec.base_dir).string()) {
   std::random_device random;
   char suffix[8];
   std::snprintf(suffix, sizeof suffix, "%04x", random() & 0xffff);
-  id_ = reuse_id.empty() ? spec.name + "-" + utc_now("%Y%m%d-%H%M%S") + "-" + suffix : reuse_id;
+  id_ = reuse_id.empty() ? spec.name + "-" + utc_now(kCompactUtc) + "-" + suffix : reuse_id;
   dir_ = state_dir / "jobs" / id_;
   std::error_code ec;
   created_dir_ = reuse_id.empty() && !std::filesystem::exists(dir_, ec);
@@ -124,7 +117,7 @@ void JobRegistration::write_run_options(const std::vector<std::pair<std::string,
 void JobRegistration::update(const std::string& state, const std::map<std::string, int>& pids) {
   std::string json = "{\n  \"id\": " + json_string(id_) + ",\n  \"name\": " + json_string(name_) +
                      ",\n  \"state\": " + json_string(state) + ",\n  \"started\": " + json_string(started_) +
-                     ",\n  \"updated\": " + json_string(utc_now("%Y-%m-%dT%H:%M:%SZ")) +
+                     ",\n  \"updated\": " + json_string(utc_now()) +
                      ",\n  \"coordinator_pid\": " + std::to_string(::getpid()) +
                      ",\n  \"control\": " + json_string(control_endpoint_) +
                      ",\n  \"last_checkpoint\": " + json_string(last_checkpoint_) +

@@ -3,20 +3,12 @@
 #include <ctime>
 #include <utility>
 
+#include "pipeline/runtime/utc_clock.hpp"
 #include "state/error.hpp"
 
 namespace streamctl::runtime {
 
 namespace {
-std::string utc_time_now() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
 // Operators' errors name their node first ("node 'm': bad record: ..."): the node of a
 // failure, when its message says.
 std::string failed_node(const std::string& message) {
@@ -44,7 +36,7 @@ bool JobState::task_failed(std::string reason) {
 
 bool JobState::worker_failed(const transport::ControlMessage& m) {
   std::string where = m.get("message") + " (in " + m.get("chain") + ")";
-  failure_ = FailureCause{failed_node(m.get("message")), m.get("chain"), m.get("message"), utc_time_now()};
+  failure_ = FailureCause{failed_node(m.get("message")), m.get("chain"), m.get("message"), utc_now()};
   if (m.get("kind") == "output_closed") {
     // Like `yes | head`: the reader has what it wanted; end quietly, as SIGPIPE would.
     log_.info("the reader of stdout has gone: stopping the job");
@@ -72,7 +64,7 @@ void JobState::fail(const std::string& reason) {
     rescale_client_.clear();
   }
   outcome_.error = reason;
-  if (!failure_ && !reason.empty()) failure_ = FailureCause{{}, {}, reason, utc_time_now()};
+  if (!failure_ && !reason.empty()) failure_ = FailureCause{{}, {}, reason, utc_now()};
   if (outcome_.exit_code == 0) outcome_.exit_code = 1;
   final_state_ = "failed";
   workers_.cancel_all();
