@@ -39,9 +39,12 @@ bool JobState::worker_failed(const transport::ControlMessage& m) {
   failure_ = FailureCause{failed_node(m.get("message")), m.get("chain"), m.get("message"), utc_now()};
   if (m.get("kind") == "output_closed") {
     // Like `yes | head`: the reader has what it wanted; end quietly, as SIGPIPE would.
+    // Recorded as stopped, not failed (streamctl-run(1)): nothing went wrong.
     log_.info("the reader of stdout has gone: stopping the job");
     outcome_.exit_code = exit_code_for(ErrorKind::OutputClosed);
     fail("");
+    failure_.reset();
+    final_state_ = "stopped";
   } else if (m.get("kind") == "snapshot") {
     outcome_.exit_code = exit_code_for(ErrorKind::Snapshot);
     fail(where);

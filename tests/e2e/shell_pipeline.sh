@@ -63,5 +63,9 @@ set -o pipefail
 assert_eq 141 "$code" "exit code when stdout closes"
 assert_eq 3 "$(wc -l <"$WORK/head" | tr -d ' ')" "lines read by head"
 assert_eq "" "$(cat "$WORK/err")" "stderr when stdout closes"
+# ... and is recorded as stopped, not failed: nothing went wrong.
+"$STREAMCTL" status endless >"$WORK/status"
+assert_contains "$WORK/status" "(endless): stopped"
+if grep -q "failed" "$WORK/status"; then cat "$WORK/status" >&2; fail "a | head run shows a failure"; fi
 assert_no_processes_left
 echo ok
