@@ -120,6 +120,9 @@ std::vector<TestOutcome> run_pipeline_tests(const LoadedJob& job, const operator
       RunOptions local = options;
       local.ignore_cluster = true;
       local.ignore_metrics_listen = true;
+      // Not a job of the user's: registered (with its default checkpoint directory) in the
+      // case's directory, which goes with it, so that `list` does not fill with test runs.
+      local.state_dir = dir / "state";
       RunOutcome run = run_job(case_job, local, log);
       if (run.exit_code != 0) {
         outcome.passed = false;

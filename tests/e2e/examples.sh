@@ -20,6 +20,10 @@ assert_contains "$WORK/out" "FAIL  keeps large successful views"
 assert_contains "$WORK/out" "missing:"
 assert_contains "$WORK/out" "1 passed, 1 failed"
 
+# Test runs are not jobs of the user's: `list` shows none of them, and they leave nothing.
+run_expect 0 "$STREAMCTL" list
+if grep -q "clicks-filter" "$WORK/out"; then cat "$WORK/out" >&2; fail "test runs are listed as jobs"; fi
+
 # The README's example runs as documented.
 "$STREAMCTL" run "$SOURCE_DIR/examples/clicks_filter.toml" <"$SOURCE_DIR/examples/data/clicks.jsonl" >"$WORK/readme"
 [[ -s "$WORK/readme" ]] || fail "the README example printed nothing"
