@@ -64,7 +64,7 @@ expect_candidates "streamctl run --transport " ipc tcp
 expect_candidates "streamctl snapshot " inspect verify
 expect_candidates "streamctl status $id " # one positional: nothing more
 expect_candidates "streamctl status " "$id" completed
-expect_candidates "streamctl status comp" completed
+expect_candidates "streamctl status comp" "$id" completed # ids start with the name
 expect_candidates "streamctl tap $id " dbl gen out
 expect_candidates "streamctl validate " a.toml sub
 expect_candidates "streamctl help sn" snapshot
