@@ -24,7 +24,8 @@ namespace {
 
 void print_nodes(const pipeline::LoadResult& loaded) {
   if (!loaded.spec) return;
-  for (const auto& node : loaded.spec->nodes) std::cout << node.name << "\n";
+  for (const auto& node : loaded.spec->nodes)
+    std::cout << node.name << "\n";
 }
 
 // Node names of a pipeline file, when it loads without errors.
@@ -41,7 +42,8 @@ void list_job_nodes(const Context& ctx, const std::string& job) {
   text << in.rdbuf();
   std::vector<std::string> overrides;
   std::ifstream list(entry.dir / "overrides");
-  for (std::string o; std::getline(list, o, '\0');) overrides.push_back(o);
+  for (std::string o; std::getline(list, o, '\0');)
+    overrides.push_back(o);
   std::filesystem::path base_dir = entry.base_dir.empty() ? entry.dir : entry.base_dir;
   print_nodes(pipeline::load_pipeline_text(text.str(), entry.id, base_dir, overrides,
                                            runtime::catalog_of(ctx.registry)));
@@ -53,23 +55,29 @@ void list_jobs(const Context& ctx) {
   std::vector<std::string> names;
   for (const auto& j : jobs) {
     std::cout << j.id << "\n";
-    if (!j.name.empty() && std::find(names.begin(), names.end(), j.name) == names.end()) names.push_back(j.name);
+    if (!j.name.empty() && std::find(names.begin(), names.end(), j.name) == names.end())
+      names.push_back(j.name);
   }
-  for (const auto& n : names) std::cout << n << "\n";
+  for (const auto& n : names)
+    std::cout << n << "\n";
 }
 
 } // namespace
 
 void add_completion_command(CLI::App& app, Context& ctx) {
-  auto* cmd = app.add_subcommand("completion", "Print a shell completion script for bash, zsh or fish");
+  auto* cmd =
+      app.add_subcommand("completion", "Print a shell completion script for bash, zsh or fish");
   auto shell = std::make_shared<std::string>();
   auto list_jobs_flag = std::make_shared<bool>(false);
   auto nodes_file = std::make_shared<std::string>();
   auto nodes_job = std::make_shared<std::string>();
-  cmd->add_option("SHELL", *shell, "bash, zsh or fish")->type_name("")->check(one_of({"bash", "zsh", "fish"}));
+  cmd->add_option("SHELL", *shell, "bash, zsh or fish")
+      ->type_name("")
+      ->check(one_of({"bash", "zsh", "fish"}));
   // Hidden (empty group): called by the scripts, not by people.
   cmd->add_flag("--list-jobs", *list_jobs_flag, "print the job ids and names")->group("");
-  cmd->add_option("--list-nodes", *nodes_file, "print the node names of a pipeline file")->group("");
+  cmd->add_option("--list-nodes", *nodes_file, "print the node names of a pipeline file")
+      ->group("");
   cmd->add_option("--list-job-nodes", *nodes_job, "print the node names of a job")->group("");
   cmd->callback([&app, &ctx, shell, list_jobs_flag, nodes_file, nodes_job] {
     ctx.exit_code = 0;
@@ -84,12 +92,14 @@ void add_completion_command(CLI::App& app, Context& ctx) {
       }
       return;
     }
-    if (shell->empty())
-      throw Error(ErrorKind::Usage, "completion: which shell? bash, zsh or fish");
+    if (shell->empty()) throw Error(ErrorKind::Usage, "completion: which shell? bash, zsh or fish");
     auto model = completion_model(app);
-    if (*shell == "bash") std::cout << bash_completion_script(model);
-    else if (*shell == "zsh") std::cout << zsh_completion_script(model);
-    else std::cout << fish_completion_script(model);
+    if (*shell == "bash")
+      std::cout << bash_completion_script(model);
+    else if (*shell == "zsh")
+      std::cout << zsh_completion_script(model);
+    else
+      std::cout << fish_completion_script(model);
   });
 }
 

@@ -47,10 +47,12 @@ void walk(const CLI::App& app, const std::string& path, std::vector<CompletionCo
       continue;
     }
     CompletionOption o;
-    for (const auto& s : opt->get_snames()) o.names.push_back("-" + s);
-    for (const auto& l : opt->get_lnames()) o.names.push_back("--" + l);
+    for (const auto& s : opt->get_snames())
+      o.names.push_back("-" + s);
+    for (const auto& l : opt->get_lnames())
+      o.names.push_back("--" + l);
     if (o.names.empty()) continue;
-    o.takes_value = opt->get_type_size() != 0;
+    o.takes_value = opt->get_expected_max() != 0; // flags expect no value, whatever their type
     if (o.takes_value) o.value = value_of(plain_type_name(*opt), false);
     o.help = opt->get_description();
     cmd.options.push_back(std::move(o));
@@ -60,19 +62,22 @@ void walk(const CLI::App& app, const std::string& path, std::vector<CompletionCo
     if (!sub->get_group().empty()) cmd.subcommands.push_back(sub->get_name());
   out.push_back(std::move(cmd));
   for (const CLI::App* sub : subs)
-    if (!sub->get_group().empty()) walk(*sub, path.empty() ? sub->get_name() : path + " " + sub->get_name(), out);
+    if (!sub->get_group().empty())
+      walk(*sub, path.empty() ? sub->get_name() : path + " " + sub->get_name(), out);
 }
 
 std::string join(const std::vector<std::string>& words, const char* sep = " ") {
   std::string out;
-  for (const auto& w : words) out += (out.empty() ? "" : sep) + w;
+  for (const auto& w : words)
+    out += (out.empty() ? "" : sep) + w;
   return out;
 }
 
 // Single-quoted for bash, zsh and fish alike (no ' inside, and fish takes '\'' too).
 std::string quoted(const std::string& text) {
   std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  for (char c : text)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
 }
 
@@ -92,21 +97,27 @@ std::string kind_word(const CompletionValue& v) {
 
 // The key of a command in the bash tables: "streamctl", "streamctl snapshot inspect" (zsh's
 // emulation takes no empty key).
-std::string bash_key(const std::string& path) { return path.empty() ? "streamctl" : "streamctl " + path; }
+std::string bash_key(const std::string& path) {
+  return path.empty() ? "streamctl" : "streamctl " + path;
+}
 
 // The bash function, named `function_name`, and the tables it reads. Plain bash 4 (associative
 // arrays), without the bash-completion package.
-std::string bash_body(const std::vector<CompletionCommand>& commands, const std::string& function_name) {
+std::string bash_body(const std::vector<CompletionCommand>& commands,
+                      const std::string& function_name) {
   std::ostringstream s;
   s << "# streamctl completion, written by `streamctl completion bash` from the same command\n"
-       "# definitions as --help. Job ids and node names come from `streamctl completion --list-*`.\n";
+       "# definitions as --help. Job ids and node names come from `streamctl completion "
+       "--list-*`.\n";
   s << "declare -gA _streamctl_subs=(";
   for (const auto& c : commands)
-    if (!c.subcommands.empty()) s << " [" << quoted(bash_key(c.path)) << "]=" << quoted(join(c.subcommands));
+    if (!c.subcommands.empty())
+      s << " [" << quoted(bash_key(c.path)) << "]=" << quoted(join(c.subcommands));
   s << " )\ndeclare -gA _streamctl_opts=(";
   for (const auto& c : commands) {
     std::vector<std::string> names;
-    for (const auto& o : c.options) names.insert(names.end(), o.names.begin(), o.names.end());
+    for (const auto& o : c.options)
+      names.insert(names.end(), o.names.begin(), o.names.end());
     s << " [" << quoted(bash_key(c.path)) << "]=" << quoted(join(names));
   }
   s << " )\n# Options that take a value: COMMAND|OPTION -> what the value completes to.\n"
@@ -114,11 +125,14 @@ std::string bash_body(const std::vector<CompletionCommand>& commands, const std:
   for (const auto& c : commands)
     for (const auto& o : c.options)
       if (o.takes_value)
-        for (const auto& n : o.names) s << " [" << quoted(bash_key(c.path) + "|" + n) << "]=" << quoted(kind_word(o.value));
-  s << " )\n# Positionals in order; '...' after the last when it repeats.\ndeclare -gA _streamctl_pos=(";
+        for (const auto& n : o.names)
+          s << " [" << quoted(bash_key(c.path) + "|" + n) << "]=" << quoted(kind_word(o.value));
+  s << " )\n# Positionals in order; '...' after the last when it repeats.\ndeclare -gA "
+       "_streamctl_pos=(";
   for (const auto& c : commands) {
     std::vector<std::string> kinds;
-    for (const auto& p : c.positionals) kinds.push_back(kind_word(p.value) + (p.repeats ? "..." : ""));
+    for (const auto& p : c.positionals)
+      kinds.push_back(kind_word(p.value) + (p.repeats ? "..." : ""));
     s << " [" << quoted(bash_key(c.path)) << "]=" << quoted(join(kinds));
   }
   s << " )\n";
@@ -262,7 +276,8 @@ std::string fish_completion_script(const std::vector<CompletionCommand>& command
     if (path.empty()) return std::string("__fish_use_subcommand");
     auto words = split(path, ' ');
     std::string cond;
-    for (const auto& w : words) cond += (cond.empty() ? "" : "; and ") + std::string("__fish_seen_subcommand_from ") + w;
+    for (const auto& w : words)
+      cond += (cond.empty() ? "" : "; and ") + std::string("__fish_seen_subcommand_from ") + w;
     return cond;
   };
   auto fish_values = [](const CompletionValue& v, const std::string& path) -> std::string {
@@ -288,25 +303,31 @@ std::string fish_completion_script(const std::vector<CompletionCommand>& command
       const CompletionCommand* target = nullptr;
       for (const auto& t : commands)
         if (t.path == (c.path.empty() ? sub : c.path + " " + sub)) target = &t;
-      std::string cond = c.path.empty() ? "__fish_use_subcommand" : condition(c.path) + "; and not __fish_seen_subcommand_from " + join(c.subcommands);
+      std::string cond =
+          c.path.empty()
+              ? "__fish_use_subcommand"
+              : condition(c.path) + "; and not __fish_seen_subcommand_from " + join(c.subcommands);
       s << "complete -c streamctl -n " << quoted(cond) << " -a " << sub;
       if (target) s << " -d " << quoted(target->help.substr(0, target->help.find('\n')));
       s << "\n";
     }
     for (const auto& o : c.options) {
       s << "complete -c streamctl" << opt_cond;
-      for (const auto& n : o.names) s << (n.rfind("--", 0) == 0 ? " -l " + n.substr(2) : " -s " + n.substr(1));
+      for (const auto& n : o.names)
+        s << (n.rfind("--", 0) == 0 ? " -l " + n.substr(2) : " -s " + n.substr(1));
       if (o.takes_value) s << fish_values(o.value, c.path);
       s << " -d " << quoted(o.help.substr(0, o.help.find('\n'))) << "\n";
     }
     if (!c.path.empty() && !c.positionals.empty()) {
       const auto& first = c.positionals.front();
       std::string values = fish_values(first.value, c.path);
-      if (first.value.kind == ValueKind::Command) values = " -r -x -a " + quoted(join(commands.front().subcommands));
+      if (first.value.kind == ValueKind::Command)
+        values = " -r -x -a " + quoted(join(commands.front().subcommands));
       if (first.value.kind != ValueKind::None)
         s << "complete -c streamctl -n " << quoted(condition(c.path)) << values << "\n";
       if (c.positionals.size() > 1 && c.positionals[1].value.kind == ValueKind::Node)
-        s << "complete -c streamctl -n " << quoted(condition(c.path) + "; and test (count (commandline -opc)) -ge 3")
+        s << "complete -c streamctl -n "
+          << quoted(condition(c.path) + "; and test (count (commandline -opc)) -ge 3")
           << fish_values(c.positionals[1].value, c.path) << "\n";
     }
   }

@@ -67,6 +67,10 @@ expect_candidates "streamctl status " "$id" completed
 expect_candidates "streamctl status comp" "$id" completed # ids start with the name
 expect_candidates "streamctl tap $id " dbl gen out
 expect_candidates "streamctl validate " a.toml sub
+# A flag takes no value: the word after it is the pipeline file (regression: flags were
+# taken for options with a value, and swallowed it).
+expect_candidates "streamctl run --detach " a.toml sub
+expect_candidates "streamctl run --detach a.toml --res" --resume
 expect_candidates "streamctl help sn" snapshot
 # Global options after the command, and --state-dir passed on to the job lookup.
 expect_candidates "streamctl status --qu" --quiet
