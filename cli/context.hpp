@@ -61,5 +61,7 @@ void add_top_command(CLI::App& app, Context& ctx);
 void add_tap_command(CLI::App& app, Context& ctx);
 // `help [COMMAND...]`: the --help of a command; of streamctl without one.
 void add_help_command(CLI::App& app, Context& ctx);
+// `completion bash|zsh|fish`: a script from every command of `app`, walked when it runs.
+void add_completion_command(CLI::App& app, Context& ctx);
 
 } // namespace streamctl::cli

@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
   cli::add_worker_command(app, ctx);
   cli::add_probe_command(app, ctx);
   cli::add_help_command(app, ctx);
+  cli::add_completion_command(app, ctx);
 
   try {
     app.parse(argc, argv);
