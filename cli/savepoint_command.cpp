@@ -34,7 +34,7 @@ void add_savepoint_command(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("savepoint", "Take a savepoint of a running job; print its path");
   auto job = std::make_shared<std::string>();
   auto dir = std::make_shared<std::string>();
-  cmd->add_option("JOB", *job, "a job id, or a job name that one job has")->required()->type_name("");
+  cmd->add_option("JOB", *job, "a job id, or a job name (its running job, else the newest)")->required()->type_name("");
   cmd->add_option("--dir", *dir,
                   "write the savepoint under DIR (default: the job's checkpoint directory), as DIR/savepoint-TIME-N")
       ->type_name("DIR");
