@@ -65,7 +65,7 @@ for k in $(seq 2 23); do
 done
 
 # A running job named tiny too, made to look old: running, so never pruned.
-run_expect 0 "$STREAMCTL" run "$WORK/endless.toml" --detach
+run_expect 0 "$STREAMCTL" -v run "$WORK/endless.toml" --detach
 running=$(cat "$WORK/out")
 wait_for_text "$jobs_dir/$running/log" "records flowing"
 set_times "$running" $((30 * day)) $((30 * day))
