@@ -49,6 +49,7 @@ void add_test_command(CLI::App& app, Context& ctx);
 void add_worker_command(CLI::App& app, Context& ctx);
 void add_probe_command(CLI::App& app, Context& ctx); // hidden, run by launchers on each host
 void add_list_command(CLI::App& app, Context& ctx);
+void add_prune_command(CLI::App& app, Context& ctx); // prune_command.cpp
 void add_status_command(CLI::App& app, Context& ctx);
 void add_stop_command(CLI::App& app, Context& ctx);   // stop_command.cpp
 void add_cancel_command(CLI::App& app, Context& ctx); // stop_command.cpp

@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
   cli::add_run_command(app, ctx);
   cli::add_test_command(app, ctx);
   cli::add_list_command(app, ctx);
+  cli::add_prune_command(app, ctx);
   cli::add_status_command(app, ctx);
   cli::add_top_command(app, ctx);
   cli::add_tap_command(app, ctx);

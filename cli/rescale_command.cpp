@@ -16,7 +16,7 @@ void add_rescale_command(CLI::App& app, Context& ctx) {
   auto job = std::make_shared<std::string>();
   auto parallelism = std::make_shared<int>(0);
   auto nodes = std::make_shared<std::vector<std::string>>();
-  cmd->add_option("JOB", *job, "a job id, or a job name that one job has")->required()->type_name("");
+  cmd->add_option("JOB", *job, "a job id, or a job name (its running job, else the newest)")->required()->type_name("");
   cmd->add_option("-p,--parallelism", *parallelism, "the new default parallelism (nodes that set their own keep it)")
       ->type_name("N")
       ->check(at_least(1));

@@ -69,7 +69,7 @@ void add_restart_command(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("restart", "Restart a job that is not running from its latest checkpoint or savepoint");
   auto job = std::make_shared<std::string>();
   auto detach = std::make_shared<bool>(false);
-  cmd->add_option("JOB", *job, "a job id, or a job name that one job has")->required()->type_name("");
+  cmd->add_option("JOB", *job, "a job id, or a job name (its running job, else the newest)")->required()->type_name("");
   cmd->add_flag("--detach", *detach, "print the job id and return; the job runs on, as with run --detach");
   cmd->callback([&ctx, job, detach] {
     ctx.configure_logging("streamctl");

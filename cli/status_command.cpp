@@ -13,7 +13,7 @@ void add_status_command(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("status", "Show a job's state and, while it runs, each operator subtask");
   auto job = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
-  cmd->add_option("JOB", *job, "a job id, or a job name that one job has")->required()->type_name("");
+  cmd->add_option("JOB", *job, "a job id, or a job name (its running job, else the newest)")->required()->type_name("");
   cmd->add_flag("--json", *json, "print one JSON object: id, name, state, started, last_checkpoint, operators");
   cmd->callback([&ctx, job, json] {
     ctx.configure_logging("streamctl");

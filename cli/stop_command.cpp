@@ -16,7 +16,7 @@ void add_stop_command(CLI::App& app, Context& ctx) {
   auto job = std::make_shared<std::string>();
   auto drain = std::make_shared<bool>(false);
   auto dir = std::make_shared<std::string>();
-  cmd->add_option("JOB", *job, "a job id, or a job name that one job has")->required()->type_name("");
+  cmd->add_option("JOB", *job, "a job id, or a job name (its running job, else the newest)")->required()->type_name("");
   cmd->add_option("--savepoint-dir", *dir, "write the savepoint under this directory (default: the job's checkpoint directory)")
       ->type_name("DIR");
   cmd->add_flag("--drain", *drain, "no savepoint: end the input, let every window fire, commit everything");
@@ -37,7 +37,7 @@ void add_stop_command(CLI::App& app, Context& ctx) {
 void add_cancel_command(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("cancel", "Stop a running job at once: nothing more is committed");
   auto job = std::make_shared<std::string>();
-  cmd->add_option("JOB", *job, "a job id, or a job name that one job has")->required()->type_name("");
+  cmd->add_option("JOB", *job, "a job id, or a job name (its running job, else the newest)")->required()->type_name("");
   cmd->callback([&ctx, job] {
     ctx.configure_logging("streamctl");
     runtime::JobEntry entry = runtime::find_job(ctx.state_dir(), *job);

@@ -72,7 +72,7 @@ void add_tap_command(CLI::App& app, Context& ctx) {
   auto node = std::make_shared<std::string>();
   auto limit = std::make_shared<std::uint64_t>(0);
   auto sample = std::make_shared<double>(1.0);
-  cmd->add_option("JOB", *job, "a job id, or a job name that one job has")->required()->type_name("");
+  cmd->add_option("JOB", *job, "a job id, or a job name (its running job, else the newest)")->required()->type_name("");
   cmd->add_option("NODE", *node, "the node (source, operator or sink) whose output to print")
       ->required()
       ->type_name("");

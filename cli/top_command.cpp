@@ -107,7 +107,7 @@ void add_top_command(CLI::App& app, Context& ctx) {
   auto job = std::make_shared<std::string>();
   auto interval = std::make_shared<double>(1.0);
   auto once = std::make_shared<bool>(false);
-  cmd->add_option("JOB", *job, "a job id, or a job name that one job has")->required()->type_name("");
+  cmd->add_option("JOB", *job, "a job id, or a job name (its running job, else the newest)")->required()->type_name("");
   cmd->add_option("--interval", *interval, "seconds between refreshes (default 1)")
       ->type_name("SECONDS")
       ->check(number_between(0.1, 3600.0));

@@ -96,17 +96,19 @@ JobEntry find_job(const std::filesystem::path& state_dir, const std::string& job
     if (j.id == job) return j;
     if (j.name == job) named.push_back(j);
   }
-  if (named.size() == 1) return named.front();
+  // A name is what a person types: the job of that name that runs now, else the newest of
+  // them (jobs are sorted oldest first). Only two running ones leave no obvious choice.
   std::vector<JobEntry> running;
   for (auto& j : named)
     if (j.state == "running" || j.state == "restarting") running.push_back(j);
   if (running.size() == 1) return running.front();
+  if (running.empty() && !named.empty()) return named.back();
   if (named.empty())
     throw Error(ErrorKind::Usage, "no job '" + job + "' in " + (state_dir / "jobs").string() +
                                       " (streamctl list shows the jobs)");
   std::string ids;
-  for (const auto& j : named) ids += "\n  " + j.id + " (" + j.state + ")";
-  throw Error(ErrorKind::Usage, "several jobs are named '" + job + "'; give an id:" + ids);
+  for (const auto& j : running) ids += "\n  " + j.id + " (" + j.state + ")";
+  throw Error(ErrorKind::Usage, "several running jobs are named '" + job + "'; give an id:" + ids);
 }
 
 } // namespace streamctl::runtime

@@ -47,8 +47,9 @@ bool process_alive(long pid);
 // Every job of the state dir, oldest first; unreadable entries are skipped.
 std::vector<JobEntry> list_jobs(const std::filesystem::path& state_dir);
 
-// The job named by `job`: an id, or a name that exactly one job has (the newest running one
-// when several share it and one runs). Throws Error(Usage) naming the choices otherwise.
+// The job named by `job`: an id, or a job name: the running (or restarting) job of that name,
+// else the newest job of that name. Throws Error(Usage) when no job has it, or when several
+// running jobs do (naming their ids).
 JobEntry find_job(const std::filesystem::path& state_dir, const std::string& job);
 
 } // namespace streamctl::runtime

@@ -11,7 +11,7 @@ set -euo pipefail
 : "${STREAMCTL:?set STREAMCTL to the streamctl binary}"
 : "${SOURCE_DIR:?set SOURCE_DIR to the project root}"
 man_dir="$SOURCE_DIR/man"
-commands=(validate graph run test list status top stop cancel savepoint rescale restart snapshot help completion)
+commands=(validate graph run test list prune status top stop cancel savepoint rescale restart snapshot help completion tap)
 
 failures=0
 fail() {
