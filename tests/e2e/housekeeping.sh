@@ -20,12 +20,17 @@ jobs_dir=$STREAMCTL_STATE_DIR/jobs
 
 # run_job FILE: runs a bounded job to its end; its id goes to the array `ids`, in run order.
 ids=()
+# (A set difference, not comm(1): comm needs both lists sorted in its own collation, and
+# CI once got an empty id from it.)
 run_job() {
-  local before
-  before=$(ls "$jobs_dir" 2>/dev/null || true)
+  local -A before=()
+  local id new=()
+  for id in $(ls "$jobs_dir" 2>/dev/null); do before[$id]=1; done
   run_expect 0 "$STREAMCTL" run "$1"
   assert_eq 10 "$(wc -l <"$WORK/out")" "records of $1"
-  ids+=("$(comm -13 <(echo "$before") <(ls "$jobs_dir"))")
+  for id in $(ls "$jobs_dir"); do [[ -n "${before[$id]:-}" ]] || new+=("$id"); done
+  ((${#new[@]} == 1)) || fail "running $1 registered ${#new[@]} new jobs: ${new[*]:-none}"
+  ids+=("${new[0]}")
 }
 # set_times ID STARTED_AGO ENDED_AGO (seconds before now): what job.json records, so that
 # ages and order do not depend on how fast the jobs ran.
