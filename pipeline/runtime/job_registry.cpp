@@ -45,14 +45,26 @@ JobRegistration::JobRegistration(const std::filesystem::path& state_dir, const p
                                  const std::string& reuse_id)
     : name_(spec.name), started_(utc_now()), pipeline_file_(spec.file.string()),
       base_dir_(std::filesystem::absolute(spec.base_dir).string()) {
-  std::random_device random;
-  char suffix[8];
-  std::snprintf(suffix, sizeof suffix, "%04x", random() & 0xffff);
-  id_ = reuse_id.empty() ? spec.name + "-" + utc_now(kCompactUtc) + "-" + suffix : reuse_id;
-  dir_ = state_dir / "jobs" / id_;
   std::error_code ec;
-  created_dir_ = reuse_id.empty() && !std::filesystem::exists(dir_, ec);
-  std::filesystem::create_directories(dir_, ec);
+  if (reuse_id.empty()) {
+    // A new id: its directory made here and now, never one that another job has (two jobs of
+    // one name started in the same second draw their 16-bit suffixes until one is free).
+    std::random_device random;
+    dir_ = state_dir / "jobs"; // what an error names when none can be made
+    std::filesystem::create_directories(dir_, ec);
+    for (int attempt = 0; !ec && attempt < 64 && !created_dir_; ++attempt) {
+      char suffix[8];
+      std::snprintf(suffix, sizeof suffix, "%04x", random() & 0xffff);
+      id_ = spec.name + "-" + utc_now(kCompactUtc) + "-" + suffix;
+      dir_ = state_dir / "jobs" / id_;
+      created_dir_ = std::filesystem::create_directory(dir_, ec);
+    }
+    if (!ec && !created_dir_) ec = std::make_error_code(std::errc::file_exists);
+  } else {
+    id_ = reuse_id;
+    dir_ = state_dir / "jobs" / id_;
+    std::filesystem::create_directories(dir_, ec);
+  }
   if (ec)
     throw Error(ErrorKind::Usage, "cannot create the job directory '" + dir_.string() + "': " + ec.message() +
                                       " (set --state-dir or STREAMCTL_STATE_DIR)");

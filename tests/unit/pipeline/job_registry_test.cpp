@@ -7,7 +7,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <memory>
+#include <set>
 #include <string>
+#include <vector>
 #include <unistd.h>
 
 #include "pipeline/runtime/job_registry.hpp"
@@ -82,4 +85,21 @@ TEST_CASE("a job that wrote job.json keeps it and loses only its sockets", "[job
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK_THAT(text, Catch::Contains(R"({"task": "g[0]", "host": "localhost", "pid": null})"));
   CHECK_THAT(text, Catch::Contains(R"({"task": "g[1]", "host": "localhost", "pid": 1234})"));
+}
+
+// Regression: a new job's id is name-time-XXXX with 16 random bits, and a job whose id was
+// already taken (two runs of one name in the same second) reused the other job's directory,
+// overwriting its job.json (CI's e2e housekeeping, 24 runs in 5 s, lost a job that way).
+TEST_CASE("jobs of one name started in the same second get directories of their own", "[job_registry]") {
+  TempDir state;
+  std::vector<std::unique_ptr<runtime::JobRegistration>> jobs;
+  std::set<std::string> ids;
+  // 600 in about a second: among 65536 suffixes some are drawn twice (p ~ 0.9 per run).
+  for (int k = 0; k < 600; ++k) {
+    jobs.push_back(std::make_unique<runtime::JobRegistration>(state.path, spec_named("same")));
+    jobs.back()->update("running", {});
+    ids.insert(jobs.back()->id());
+  }
+  CHECK(ids.size() == 600);
+  CHECK(static_cast<std::size_t>(std::distance(fs::directory_iterator(state.path / "jobs"), fs::directory_iterator())) == 600);
 }
