@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "pipeline/spec/did_you_mean.hpp"
+#include "pipeline/spec/edit_distance.hpp"
 
 using namespace streamctl::pipeline;
 
@@ -21,4 +22,14 @@ TEST_CASE("short words get one edit, and a word never matches by replacing it", 
   CHECK(did_you_mean("xy", {"ab"}).empty());
   CHECK(did_you_mean("ab", {"a"}).empty()); // one edit, but that is all of it
   CHECK(did_you_mean("ab", {"abc"}) == "did you mean 'abc'?");
+}
+
+TEST_CASE("edit distance: a swap of neighbours is one edit, other edits one each", "[did_you_mean]") {
+  CHECK(edit_distance("", "") == 0);
+  CHECK(edit_distance("abc", "") == 3);
+  CHECK(edit_distance("", "abc") == 3);
+  CHECK(edit_distance("run", "rnu") == 1);
+  CHECK(edit_distance("kitten", "sitting") == 3);
+  CHECK(edit_distance("paralelism", "parallelism") == 1);
+  CHECK(edit_distance("ca", "abc") == 3); // optimal string alignment, not Damerau
 }
