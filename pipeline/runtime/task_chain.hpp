@@ -5,6 +5,7 @@
 //
 // Threading: used by the worker's one task thread.
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -105,9 +106,11 @@ public:
   void finish_operators(const Emit& emit);
   void finish_sink();
 
-  // Every node's counters, and with `with_state` what each operator holds (which may walk
-  // the state: about once a second, not per batch).
-  std::vector<NodeMetrics> metrics(bool with_state = false) const;
+  // Every node's counters, and what each operator holds as `state` says: measuring the state
+  // walks it (some operators visit every entry), so `recent` reuses the last figures until a
+  // new walk is due, which keeps the walks under about 1% of the task's time at any state size.
+  enum class StateFigures { none, recent, current };
+  std::vector<NodeMetrics> metrics(StateFigures state = StateFigures::none) const;
   // Copies of the records leaving each node go to `tap` while it has a tap open
   // (record_tap.hpp); `tap` must outlive the chain. None: no copies.
   void set_tap(RecordTap* tap) { tap_ = tap; }
@@ -145,6 +148,8 @@ private:
   std::vector<state::Batch> scratch_; // output batch of each operator
   state::Batch late_;                 // late records of the tail, when its late output is read
   std::vector<NodeMetrics> metrics_;  // one per node, chain order
+  mutable std::vector<operators::StateFootprint> footprints_; // per operator, the last walk's
+  mutable std::chrono::steady_clock::time_point footprints_due_{};
   state::KeyGroupRange key_groups_;
   const Emit* firing_emit_ = nullptr; // set during fire_operator only
   FieldPresence presence_;

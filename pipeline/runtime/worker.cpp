@@ -98,7 +98,7 @@ public:
                  router_->batches_sent());
       send_tapped(Clock::now(), /*all=*/true);
       transport::ControlMessage finished{"FINISHED", {}};
-      finished.set("metrics", encode_metrics(chain_->metrics(/*with_state=*/true)));
+      finished.set("metrics", encode_metrics(chain_->metrics(TaskChain::StateFigures::current)));
       load(Clock::now()).write_to(finished);
       if (!latency_.empty()) finished.set("latency", encode_latency(latency_figures()));
       finished.set("unseen_fields", encode_field_presence(chain_->field_presence().reports()));
@@ -570,7 +570,7 @@ private:
     if (now - last_heartbeat_ < kHeartbeatEvery) return;
     last_heartbeat_ = now;
     transport::ControlMessage beat{"HEARTBEAT", {}};
-    beat.set("metrics", encode_metrics(chain_->metrics(/*with_state=*/true)));
+    beat.set("metrics", encode_metrics(chain_->metrics(TaskChain::StateFigures::recent)));
     load(now).write_to(beat);
     if (!latency_.empty()) beat.set("latency", encode_latency(latency_figures()));
     // For `status` while the job runs (a few short lines; FINISHED sends the final ones).
