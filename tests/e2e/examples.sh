@@ -27,5 +27,17 @@ if grep -q "clicks-filter" "$WORK/out"; then cat "$WORK/out" >&2; fail "test run
 # The README's example runs as documented.
 "$STREAMCTL" run "$SOURCE_DIR/examples/clicks_filter.toml" <"$SOURCE_DIR/examples/data/clicks.jsonl" >"$WORK/readme"
 [[ -s "$WORK/readme" ]] || fail "the README example printed nothing"
+# csv_errors on its own data: the two bad rows go to the dead-letter file with their line
+# numbers and reasons, and every good row with status >= 400 comes out.
+"$STREAMCTL" run "$SOURCE_DIR/examples/csv_errors.toml" --set "sources.rows.dead_letter=$WORK/dead.jsonl" \
+  >"$WORK/csv_out" 2>"$WORK/csv_err" || fail "csv_errors: $(cat "$WORK/csv_err")"
+[[ $(wc -l <"$WORK/dead.jsonl") == 2 ]] || fail "csv_errors: dead letters: $(cat "$WORK/dead.jsonl")"
+assert_contains "$WORK/dead.jsonl" '"line":13,'
+assert_contains "$WORK/dead.jsonl" "cannot convert 'oops' to int"
+assert_contains "$WORK/dead.jsonl" "expected 5 columns, got 4"
+expected=$(awk -F, 'NR > 1 && NF == 5 && $4 ~ /^[0-9]+$/ && $4 >= 400' "$SOURCE_DIR/examples/data/clicks.csv" | wc -l)
+[[ $expected -gt 0 && $(wc -l <"$WORK/csv_out") == "$expected" ]] ||
+  fail "csv_errors: $(wc -l <"$WORK/csv_out") rows out, expected $expected"
+
 assert_no_processes_left
 echo ok
