@@ -8,7 +8,10 @@
 # Examples under /usr/share/doc/streamctl/examples, uncompressed (they are run, not read:
 # `streamctl run /usr/share/doc/streamctl/examples/clicks_filter.toml`), with examples/data and
 # examples/udf. Plain 0644 files: the udf scripts are started through their interpreter.
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
+# Running the Python udf in the source tree (tests/e2e/exec_operator.sh) leaves a __pycache__
+# beside it, which is no part of the examples.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples
+  PATTERN __pycache__ EXCLUDE)
 install(FILES ${CMAKE_CURRENT_LIST_DIR}/debian/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 set(STREAMCTL_DEB_MAINTAINER "streamctl maintainers <maintainers@users.noreply.a-seed-be281013.example>"

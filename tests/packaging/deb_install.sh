@@ -78,10 +78,15 @@ has /usr/share/bash-completion/completions/streamctl
 has /usr/share/zsh/vendor-completions/_streamctl
 has /usr/share/fish/vendor_completions.d/streamctl.fish
 has /usr/share/doc/streamctl/copyright
-# Every file of examples/, uncompressed, at the same relative path.
+# Every file of examples/, uncompressed, at the same relative path (not the __pycache__ that
+# the e2e tests leave in examples/udf), and nothing else there.
+find "$source_dir/examples" -name __pycache__ -prune -o -type f -printf './usr/share/doc/streamctl/examples/%P\n' |
+  sort >"$work/examples"
 while IFS= read -r example; do
-  has "/usr/share/doc/streamctl/examples/${example#"$source_dir"/examples/}"
-done < <(find "$source_dir/examples" -type f)
+  has "${example#.}"
+done <"$work/examples"
+extra=$(grep '^\./usr/share/doc/streamctl/examples/.*[^/]$' "$work/contents" | sort | comm -13 "$work/examples" - || true)
+[[ -z $extra ]] || fail "$deb holds examples that are not in examples/: $extra"
 outside=$(grep -v -e '^\./$' -e '^\./usr/' "$work/contents" || true)
 [[ -z $outside ]] || fail "$deb holds files outside /usr: $outside"
 uncompressed=$(grep -E '^\./usr/share/man/man[0-9]/.*[^/]$' "$work/contents" | grep -v '\.gz$' || true)
