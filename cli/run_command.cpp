@@ -38,7 +38,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
     bool resume = false;
     bool savepoint_on_exit = false;
     bool allow_non_restored_state = false;
-    std::string wait_lock; // "forever": --wait-lock without a value; empty: not given
+    std::string wait_lock; // "true": --wait-lock without a value; empty: not given
     std::string metrics_listen;
     bool autoscale = false;
     LimitOptions limits;
@@ -70,12 +70,11 @@ void add_run_command(CLI::App& app, Context& ctx) {
   cmd->add_flag("--savepoint-on-exit", o->savepoint_on_exit,
                 "when bounded input ends, take a savepoint instead of draining: open windows and offsets wait "
                 "in it for the next --resume");
-  cmd->add_option("--wait-lock", o->wait_lock,
-                  "when another run of the job holds the lock of its checkpoint directory, wait for it up "
-                  "to DURATION (without one, as long as it takes) instead of exiting 2 at once")
-      ->type_name("[=DURATION]")
-      ->expected(0, 1)
-      ->default_str("forever");
+  // A flag that takes a value only as --wait-lock=DURATION: an optional value written apart
+  // would take the pipeline file for a duration when other options follow it.
+  cmd->add_flag("--wait-lock", o->wait_lock,
+                "when another run of the job holds the lock of its checkpoint directory, wait for it, up "
+                "to DURATION if given as --wait-lock=DURATION, instead of exiting 2 at once");
   cmd->add_flag("--allow-non-restored-state", o->allow_non_restored_state,
                 "restore even when the savepoint holds state of nodes the pipeline no longer has (dropped)");
   cmd->add_option("--metrics-listen", o->metrics_listen,
@@ -121,7 +120,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
     auto settings = runtime::checkpoint_settings_of(job.spec, options.state_dir);
     if (o->resume || o->savepoint_on_exit || settings.interval.count() > 0 || !o->wait_lock.empty()) {
       auto wait = std::chrono::milliseconds(0);
-      if (o->wait_lock == "forever") {
+      if (o->wait_lock == "true") {
         wait = runtime::CheckpointDirLock::kWaitForever;
       } else if (!o->wait_lock.empty()) {
         auto ms = pipeline::parse_duration_ms(o->wait_lock);

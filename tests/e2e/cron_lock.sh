@@ -53,7 +53,7 @@ refused() {
   shift 2
   local jobs_before
   jobs_before=$(ls "$jobs_dir" | wc -l)
-  run_expect 2 "$STREAMCTL" run "$file" --resume --savepoint-on-exit "$@"
+  run_expect 2 "$STREAMCTL" -v run "$file" --resume --savepoint-on-exit "$@"
   kill -0 "$first" 2>/dev/null || fail "the first run of $name ended before the second was tried"
   assert_contains "$WORK/err" "$file: another run of this job holds the lock of '$STREAMCTL_STATE_DIR/checkpoints/$name' (pid $first, job $(job_of "$name"))"
   [[ ! -s $WORK/out ]] || fail "a refused run of $name wrote to stdout: $(head -c 300 "$WORK/out")"
