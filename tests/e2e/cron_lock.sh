@@ -121,8 +121,7 @@ assert_no_processes_left
 pipeline killed >"$WORK/killed.toml"
 start_first killed "$WORK/killed.toml"
 refused killed "$WORK/killed.toml"
-kill -KILL "$first"
-wait "$first" 2>/dev/null || true
+{ kill -KILL "$first" && wait "$first"; } 2>/dev/null || true # (bash's "Killed" notice)
 [[ -e $STREAMCTL_STATE_DIR/checkpoints/killed/lock ]] || fail "the killed run left no lock file"
 run_expect 0 "$STREAMCTL" run "$WORK/killed.toml" --resume --savepoint-on-exit --set sources.gen.rate=0
 assert_eq "$N" "$(wc -l <"$WORK/out")" "records of the run after the killed one (nothing to resume: from the start)"
