@@ -90,7 +90,8 @@ public:
 
     registration_ =
         std::make_unique<JobRegistration>(options_.state_dir, job_.spec, options_.reuse_job_id);
-    // Under `run --detach` this is the forked job process, not the one that took the lock.
+    // The lock file names this process and the job, for the message refusing the next run: under
+    // `run --detach` this is the forked job process, not the parent that took the lock.
     if (lock_) lock_->record_holder(registration_->id());
     state_ = std::make_unique<JobState>(restart_, *registration_, workers_, control_, log_);
     spool_janitor_ = std::make_unique<SpoolJanitor>(settings_.root, registration_->id(), log_);
