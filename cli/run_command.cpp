@@ -1,4 +1,5 @@
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <iostream>
 #include <unistd.h>
 
@@ -9,7 +10,10 @@
 #include "pipeline/runtime/host_limits.hpp"
 #include "pipeline/runtime/job_loader.hpp"
 #include "pipeline/spec/lint.hpp"
+#include "pipeline/runtime/checkpoint_dir_lock.hpp"
 #include "pipeline/runtime/checkpoint_metadata.hpp"
+#include "pipeline/runtime/checkpoint_settings.hpp"
+#include "pipeline/spec/units.hpp"
 #include "pipeline/runtime/coordinator.hpp"
 #include "pipeline/runtime/metrics_server.hpp"
 
@@ -34,6 +38,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
     bool resume = false;
     bool savepoint_on_exit = false;
     bool allow_non_restored_state = false;
+    std::string wait_lock; // "true": --wait-lock without a value; empty: not given
     std::string metrics_listen;
     bool autoscale = false;
     LimitOptions limits;
@@ -65,6 +70,11 @@ void add_run_command(CLI::App& app, Context& ctx) {
   cmd->add_flag("--savepoint-on-exit", o->savepoint_on_exit,
                 "when bounded input ends, take a savepoint instead of draining: open windows and offsets wait "
                 "in it for the next --resume");
+  // A flag that takes a value only as --wait-lock=DURATION: an optional value written apart
+  // would take the pipeline file for a duration when other options follow it.
+  cmd->add_flag("--wait-lock", o->wait_lock,
+                "when another run of the job holds the lock of its checkpoint directory, wait for it, up "
+                "to DURATION if given as --wait-lock=DURATION, instead of exiting 2 at once");
   cmd->add_flag("--allow-non-restored-state", o->allow_non_restored_state,
                 "restore even when the savepoint holds state of nodes the pipeline no longer has (dropped)");
   cmd->add_option("--metrics-listen", o->metrics_listen,
@@ -101,8 +111,30 @@ void add_run_command(CLI::App& app, Context& ctx) {
     }
     runtime::RunOptions options;
     options.state_dir = ctx.state_dir();
+    if (!o->from_savepoint.empty() && o->resume)
+      throw Error(ErrorKind::Usage, "--from-savepoint and --resume exclude each other");
+    // Before anything is read or started: a run that resumes or ends with a savepoint holds the
+    // job's lock, with or without [checkpoint], so that two overlapping cron runs never both
+    // resume from one savepoint and both publish what follows it (checkpoint_dir_lock.hpp).
+    // Taken before the snapshot to resume from is chosen, which no other run can change then.
+    auto settings = runtime::checkpoint_settings_of(job.spec, options.state_dir);
+    if (o->resume || o->savepoint_on_exit || settings.interval.count() > 0 || !o->wait_lock.empty()) {
+      auto wait = std::chrono::milliseconds(0);
+      if (o->wait_lock == "true") {
+        wait = runtime::CheckpointDirLock::kWaitForever;
+      } else if (!o->wait_lock.empty()) {
+        auto ms = pipeline::parse_duration_ms(o->wait_lock);
+        if (!ms)
+          throw Error(ErrorKind::Usage,
+                      "--wait-lock: bad duration '" + o->wait_lock + "': " + pipeline::duration_help);
+        wait = std::chrono::milliseconds(*ms);
+      }
+      options.dir_lock = std::make_shared<runtime::CheckpointDirLock>(settings.root, job.spec.file.string(),
+                                                                       wait, ctx.log.get());
+    }
     options.worker_limits = o->limits.worker_limits();
-    // Nothing is started when the job, with the jobs already running here, is too large.
+    // Nothing is started when the job, with the jobs already running here, is too large. After
+    // the lock: a second cron run is refused for the run it overlaps, not for its workers.
     auto here = o->limits.worker_limits(options.state_dir);
     runtime::enforce_worker_limits(job, here);
     options.self_executable = self_executable();
@@ -110,8 +142,6 @@ void add_run_command(CLI::App& app, Context& ctx) {
     options.worker_log_flags = ctx.worker_log_flags();
     options.savepoint_on_exit = o->savepoint_on_exit;
     options.allow_non_restored_state = o->allow_non_restored_state;
-    if (!o->from_savepoint.empty() && o->resume)
-      throw Error(ErrorKind::Usage, "--from-savepoint and --resume exclude each other");
     if (!o->from_savepoint.empty()) options.restore = std::filesystem::absolute(o->from_savepoint);
     if (o->resume) {
       auto root = runtime::checkpoint_root(job.spec, options.state_dir);

@@ -79,8 +79,10 @@ public:
     if (!options_.ignore_metrics_listen) metrics_server_ = serve_metrics(job_.spec, log_);
     settings_ = checkpoint_settings_of(job_.spec, options_.state_dir);
     restart_ = restart_settings_of(job_.spec, settings_.interval.count() > 0);
-    if (settings_.interval.count() > 0)
-      lock_ = std::make_unique<CheckpointDirLock>(settings_.root, job_.spec.file.string());
+    if (options_.dir_lock && options_.dir_lock->root() == settings_.root)
+      lock_ = options_.dir_lock;
+    else if (settings_.interval.count() > 0)
+      lock_ = std::make_shared<CheckpointDirLock>(settings_.root, job_.spec.file.string());
     if (!options_.restore.empty())
       check_restore(options_.restore, job_.spec, options_.allow_non_restored_state);
     restore_from_ = options_.restore;
@@ -88,6 +90,9 @@ public:
 
     registration_ =
         std::make_unique<JobRegistration>(options_.state_dir, job_.spec, options_.reuse_job_id);
+    // The lock file names this process and the job, for the message refusing the next run: under
+    // `run --detach` this is the forked job process, not the parent that took the lock.
+    if (lock_) lock_->record_holder(registration_->id());
     state_ = std::make_unique<JobState>(restart_, *registration_, workers_, control_, log_);
     spool_janitor_ = std::make_unique<SpoolJanitor>(settings_.root, registration_->id(), log_);
     registration_->write_pipeline(job_.text, job_.overrides);
@@ -144,7 +149,7 @@ public:
       break;
     }
     // No worker is left to write into a checkpoint: one that failed leaves no chk-N behind.
-    if (lock_) checkpoints_->prune();
+    if (settings_.interval.count() > 0) checkpoints_->prune();
     spool_janitor_->sweep_ended();
     JobMetrics final_figures = current_metrics();
     for (auto& s : final_figures.subtasks) s.pid = 0; // every worker has exited
@@ -496,7 +501,7 @@ private:
   spdlog::logger& log_;
   CheckpointSettings settings_;
   RestartSettings restart_;
-  std::unique_ptr<CheckpointDirLock> lock_;
+  std::shared_ptr<CheckpointDirLock> lock_;
   std::unique_ptr<JobRegistration> registration_;
   std::unique_ptr<SpoolJanitor> spool_janitor_;
   // Before the control channel: ZeroMQ's threads, started with its socket, inherit this

@@ -9,10 +9,12 @@
 
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include <spdlog/logger.h>
 
+#include "pipeline/runtime/checkpoint_dir_lock.hpp"
 #include "pipeline/runtime/job_loader.hpp"
 #include "pipeline/spec/worker_limits.hpp"
 
@@ -31,6 +33,11 @@ struct RunOptions {
   bool allow_non_restored_state = false;
   // At the end of bounded input, take a savepoint instead of draining (--savepoint-on-exit).
   bool savepoint_on_exit = false;
+  // The lock of the job's checkpoint directory, taken by `run --resume` or
+  // `--savepoint-on-exit` before it chose what to resume from, so that no other run changes the
+  // directory in between; the job holds it to its end. Null: the job takes the lock itself if
+  // it has periodic checkpoints.
+  std::shared_ptr<CheckpointDirLock> dir_lock;
   // The worker limits the job was run with (--max-workers, --max-host-workers): a rescale
   // beyond them is refused; run_options keeps them for `restart JOB`.
   pipeline::WorkerLimits worker_limits;
