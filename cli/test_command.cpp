@@ -31,7 +31,9 @@ void add_test_command(CLI::App& app, Context& ctx) {
     ctx.configure_logging("streamctl");
     auto overrides = o->overrides;
     if (o->parallelism > 0) overrides.push_back("parallelism=" + std::to_string(o->parallelism));
-    auto job = runtime::load_job(o->file, overrides, ctx.registry, o->limits.max_pipeline_size);
+    // The cases read files in place of every source: a stdin source is fine with "-" here.
+    auto job = runtime::load_job(o->file, overrides, ctx.registry, o->limits.max_pipeline_size,
+                                 /*sources_replaced=*/true);
     runtime::enforce_worker_limits(job, o->limits.worker_limits(ctx.state_dir()));
     if (job.spec.tests.empty()) {
       std::cerr << job.spec.file.string() << ": no [[test]] cases\n";

@@ -87,12 +87,12 @@ LoadedJob finish_loading(pipeline::LoadResult result, const operators::Registry&
 } // namespace
 
 LoadedJob load_job(const std::filesystem::path& file, const std::vector<std::string>& overrides,
-                   const operators::Registry& registry, std::size_t max_file_bytes) {
+                   const operators::Registry& registry, std::size_t max_file_bytes, bool sources_replaced) {
   // The text the spec was built from, read once: a second read of a pipe would find it empty.
   auto result = pipeline::load_pipeline(file, overrides, catalog_of(registry), max_file_bytes);
   std::string text = std::move(result.text);
   return finish_loading(std::move(result), registry, std::move(text), overrides,
-                        file == pipeline::kStdinPipeline);
+                        file == pipeline::kStdinPipeline && !sources_replaced);
 }
 
 LoadedJob load_job_text(const std::string& text, const std::string& display_name,

@@ -40,7 +40,7 @@ public:
   // variables: the values its ${NAME} took (LoadedJob::variables), "NAME=VALUE" each
   // NUL-terminated, so that `restart`, a worker and completion expand it as the run did.
   void write_pipeline(const std::string& text, const std::vector<std::string>& overrides,
-                      const std::map<std::string, std::string>& variables) const;
+                      const std::map<std::string, std::string>& variables = {}) const;
   // run_options: the flags of `run` that `restart JOB` must use again, one "name=value" a
   // line (transport, savepoint_on_exit, allow_non_restored_state).
   void write_run_options(const std::vector<std::pair<std::string, std::string>>& options) const;

@@ -22,9 +22,9 @@ inputs = ["tag"]
 path = "${OUT_DIR}"
 TOML
 
-# Unset, without a default: exit 2, the variable's name at its ${ (line 21, column 9).
+# Unset, without a default: exit 2, the variable's name at its ${ (line 13, column 9).
 run_expect 2 env -u OUT_DIR "$STREAMCTL" validate "$WORK/job.toml"
-assert_contains "$WORK/err" "$WORK/job.toml:21:9: environment variable OUT_DIR is not set (write \${OUT_DIR:-default} for a default)"
+assert_contains "$WORK/err" "$WORK/job.toml:13:9: environment variable OUT_DIR is not set (write \${OUT_DIR:-default} for a default)"
 run_expect 2 env -u OUT_DIR "$STREAMCTL" run "$WORK/job.toml"
 assert_contains "$WORK/err" "environment variable OUT_DIR is not set"
 [[ ! -d "$STREAMCTL_STATE_DIR/jobs" ]] || fail "a job was registered with an unset variable"
@@ -58,7 +58,43 @@ assert_contains "$WORK/out" "text"
 (cd "$WORK/elsewhere" && OUT_DIR="$WORK/out5" run_expect 2 "$STREAMCTL" validate - <"$WORK/job.toml")
 assert_contains "$WORK/err" "<stdin>:4:8:"
 run_expect 2 env -u OUT_DIR "$STREAMCTL" validate - <job.toml
-assert_contains "$WORK/err" "<stdin>:21:9: environment variable OUT_DIR is not set"
+assert_contains "$WORK/err" "<stdin>:13:9: environment variable OUT_DIR is not set"
+
+# A restart takes the values the run took, not its own environment (here OUT_DIR is unset),
+# and the pipeline that came from stdin from the job directory.
+cat >"$WORK/endless.toml" <<'TOML'
+name = "endless"
+[sources.gen]
+type = "generator"
+profile = "counter"
+rate = 2000
+[sinks.out]
+type = "file"
+inputs = ["gen"]
+path = "${OUT_DIR}"
+TOML
+stop_job() {
+  run_expect 0 "$STREAMCTL" stop "$1"
+  for _ in $(seq 100); do
+    grep -q '"state": "stopped"' "$STREAMCTL_STATE_DIR/jobs/$1/job.json" && return
+    sleep 0.1
+  done
+  fail "job $1 did not stop"
+}
+OUT_DIR="$WORK/endless" run_expect 0 "$STREAMCTL" -v run - --detach <"$WORK/endless.toml"
+id=$(cat "$WORK/out")
+wait_for_text "$STREAMCTL_STATE_DIR/jobs/$id/log" "records flowing"
+stop_job "$id"
+assert_eq "part-0-0.json" "$(cd "$WORK/endless" && echo *)" "part files of the first run"
+run_expect 0 env -u OUT_DIR "$STREAMCTL" -v restart "$id" --detach
+# The second "records flowing" of the log: the restarted job's.
+for _ in $(seq 300); do
+  [[ $(grep -c "records flowing" "$STREAMCTL_STATE_DIR/jobs/$id/log") -ge 2 ]] && break
+  sleep 0.1
+done
+assert_contains "$STREAMCTL_STATE_DIR/jobs/$id/log" "restored from"
+stop_job "$id"
+assert_eq "part-0-0.json part-0-1.json" "$(cd "$WORK/endless" && echo *)" "part files after the restart"
 
 # A stdin source with the pipeline on stdin is refused before anything starts.
 cat >"$WORK/stdin_source.toml" <<'TOML'
@@ -71,8 +107,10 @@ inputs = ["in"]
 TOML
 for command in validate run graph; do
   run_expect 2 "$STREAMCTL" "$command" - <"$WORK/stdin_source.toml"
-  assert_contains "$WORK/err" "<stdin>:3:1: source 'in' reads stdin, but the pipeline itself is read from stdin"
+  assert_contains "$WORK/err" "<stdin>:3:8: source 'in' reads stdin, but the pipeline itself is read from stdin"
 done
-# As a file, the same pipeline is fine.
+# As a file, the same pipeline is fine; and `test` replaces its sources with files.
 run_expect 0 "$STREAMCTL" validate "$WORK/stdin_source.toml"
+run_expect 0 "$STREAMCTL" test - <"$SOURCE_DIR/examples/clicks_filter.toml"
+assert_contains "$WORK/out" " passed, 0 failed"
 echo ok

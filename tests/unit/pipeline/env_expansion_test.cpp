@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 #include <string>
@@ -48,9 +49,13 @@ Expanded expand_document(const std::string& text, const PipelineVariables& value
   return out;
 }
 
+// Sorted: a table is walked in the order of its keys, the loader sorts by position.
 std::string all(const Diagnostics& d) {
+  std::vector<std::string> lines;
+  for (const auto& item : d) lines.push_back(item.to_string() + "\n");
+  std::sort(lines.begin(), lines.end());
   std::string out;
-  for (const auto& item : d) out += item.to_string() + "\n";
+  for (const auto& line : lines) out += line;
   return out;
 }
 
