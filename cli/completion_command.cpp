@@ -15,6 +15,7 @@
 #include "cli/value_checks.hpp"
 #include "pipeline/runtime/job_directory.hpp"
 #include "pipeline/runtime/job_loader.hpp"
+#include "pipeline/runtime/job_registry.hpp"
 #include "pipeline/spec/config_loader.hpp"
 #include "state/error.hpp"
 
@@ -30,23 +31,19 @@ void print_nodes(const pipeline::LoadResult& loaded) {
 
 // Node names of a pipeline file, when it loads without errors.
 void list_nodes(const Context& ctx, const std::string& file) {
+  // "-" is the pipeline on stdin: completion must not wait on the terminal for it.
+  if (file == pipeline::kStdinPipeline) return;
   print_nodes(pipeline::load_pipeline(file, {}, runtime::catalog_of(ctx.registry)));
 }
 
 // Node names of a registered job: the pipeline kept in its directory, with its overrides.
 void list_job_nodes(const Context& ctx, const std::string& job) {
   runtime::JobEntry entry = runtime::find_job(ctx.state_dir(), job);
-  std::ifstream in(entry.dir / "pipeline.toml");
-  if (!in) return;
-  std::stringstream text;
-  text << in.rdbuf();
-  std::vector<std::string> overrides;
-  std::ifstream list(entry.dir / "overrides");
-  for (std::string o; std::getline(list, o, '\0');)
-    overrides.push_back(o);
+  auto stored = runtime::read_stored_pipeline(entry.dir);
+  if (!stored.found) return;
   std::filesystem::path base_dir = entry.base_dir.empty() ? entry.dir : entry.base_dir;
-  print_nodes(pipeline::load_pipeline_text(text.str(), entry.id, base_dir, overrides,
-                                           runtime::catalog_of(ctx.registry)));
+  print_nodes(pipeline::load_pipeline_text(stored.text, entry.id, base_dir, stored.overrides,
+                                           runtime::catalog_of(ctx.registry), stored.variables));
 }
 
 // Ids first, then the names (each once): both name a job.

@@ -22,7 +22,7 @@ void add_graph_command(CLI::App& app, Context& ctx) {
     LimitOptions limits;
   };
   auto o = std::make_shared<Options>();
-  cmd->add_option("FILE", o->file, "the pipeline file")->required()->type_name("");
+  cmd->add_option("FILE", o->file, "the pipeline file, or - to read it from stdin")->required()->type_name("");
   cmd->add_option("--format", o->format, "text, dot (Graphviz) or json")
       ->type_name("text|dot|json")
       ->check(one_of({"text", "dot", "json"}));

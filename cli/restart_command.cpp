@@ -81,16 +81,12 @@ void add_restart_command(CLI::App& app, Context& ctx) {
     // would publish what followed that checkpoint a second time.
     if (entry.state == "finished")
       throw Error(ErrorKind::Usage, "job " + entry.id + " finished: there is nothing to restart (run it anew)");
-    std::ifstream in(entry.dir / "pipeline.toml");
-    if (!in) throw Error(ErrorKind::Usage, "job " + entry.id + ": its pipeline is missing from " + entry.dir.string());
-    std::stringstream text;
-    text << in.rdbuf();
-    std::vector<std::string> overrides;
-    std::ifstream list(entry.dir / "overrides");
-    for (std::string o; std::getline(list, o, '\0');) overrides.push_back(o);
+    auto stored = runtime::read_stored_pipeline(entry.dir);
+    if (!stored.found) throw Error(ErrorKind::Usage, "job " + entry.id + ": its pipeline is missing from " + entry.dir.string());
     std::filesystem::path base_dir = entry.base_dir.empty() ? entry.dir : entry.base_dir;
     std::string file = entry.pipeline_file.empty() ? (entry.dir / "pipeline.toml").string() : entry.pipeline_file;
-    auto loaded = runtime::load_job_text(text.str(), file, base_dir, overrides, ctx.registry);
+    // With the values its ${NAME} took when it first ran, not this shell's.
+    auto loaded = runtime::load_job_text(stored.text, file, base_dir, stored.overrides, ctx.registry, stored.variables);
 
     if (finished_publishing(entry, loaded, ctx)) return;
     refuse_lost_stdin(entry, loaded);

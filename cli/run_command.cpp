@@ -44,7 +44,7 @@ void add_run_command(CLI::App& app, Context& ctx) {
     LimitOptions limits;
   };
   auto o = std::make_shared<Options>();
-  cmd->add_option("FILE", o->file, "the pipeline file")->required()->type_name("");
+  cmd->add_option("FILE", o->file, "the pipeline file, or - to read it from stdin")->required()->type_name("");
   cmd->add_option("-p,--parallelism", o->parallelism, "default parallelism of every node")
       ->type_name("N")
       ->check(at_least(1));

@@ -20,7 +20,7 @@ void add_test_command(CLI::App& app, Context& ctx) {
     LimitOptions limits;
   };
   auto o = std::make_shared<Options>();
-  cmd->add_option("FILE", o->file, "the pipeline file")->required()->type_name("");
+  cmd->add_option("FILE", o->file, "the pipeline file, or - to read it from stdin")->required()->type_name("");
   cmd->add_option("-p,--parallelism", o->parallelism, "default parallelism of every node")
       ->type_name("N")
       ->check(at_least(1));
@@ -31,10 +31,12 @@ void add_test_command(CLI::App& app, Context& ctx) {
     ctx.configure_logging("streamctl");
     auto overrides = o->overrides;
     if (o->parallelism > 0) overrides.push_back("parallelism=" + std::to_string(o->parallelism));
-    auto job = runtime::load_job(o->file, overrides, ctx.registry, o->limits.max_pipeline_size);
+    // The cases read files in place of every source: a stdin source is fine with "-" here.
+    auto job = runtime::load_job(o->file, overrides, ctx.registry, o->limits.max_pipeline_size,
+                                 /*sources_replaced=*/true);
     runtime::enforce_worker_limits(job, o->limits.worker_limits(ctx.state_dir()));
     if (job.spec.tests.empty()) {
-      std::cerr << o->file << ": no [[test]] cases\n";
+      std::cerr << job.spec.file.string() << ": no [[test]] cases\n";
       ctx.exit_code = 2;
       return;
     }

@@ -41,7 +41,7 @@ void add_validate_command(CLI::App& app, Context& ctx) {
   auto overrides = std::make_shared<std::vector<std::string>>();
   auto limits = std::make_shared<LimitOptions>();
   auto sample = std::make_shared<std::string>();
-  cmd->add_option("FILE", *file, "the pipeline file")->required()->type_name("");
+  cmd->add_option("FILE", *file, "the pipeline file, or - to read it from stdin")->required()->type_name("");
   cmd->add_option("--sample", *sample,
                   "also run the pipeline over this file, read by its first source, with its sinks discarding "
                   "their output, and print what the run warns of (nodes that pass on nothing, fields no record has)")
@@ -72,14 +72,14 @@ void add_validate_command(CLI::App& app, Context& ctx) {
       for (const auto& warning : outcome.warnings)
         std::cerr << as_lint_warning(warning, job.spec.file.string()) << "\n";
       if (outcome.exit_code != 0) {
-        std::cerr << *file << ": the run over the sample '" << *sample << "' failed"
+        std::cerr << job.spec.file.string() << ": the run over the sample '" << *sample << "' failed"
                   << (outcome.error.empty() ? std::string() : ": " + outcome.error) << "\n";
         ctx.exit_code = outcome.exit_code;
         return;
       }
     }
     if (!ctx.global.quiet)
-      std::cerr << *file << ": ok (" << job.spec.nodes.size() << " nodes, " << job.plan.tasks.size()
+      std::cerr << job.spec.file.string() << ": ok (" << job.spec.nodes.size() << " nodes, " << job.plan.tasks.size()
                 << (job.plan.tasks.size() == 1 ? " worker process)\n" : " worker processes)\n");
     ctx.exit_code = 0;
   });

@@ -95,7 +95,7 @@ public:
     if (lock_) lock_->record_holder(registration_->id());
     state_ = std::make_unique<JobState>(restart_, *registration_, workers_, control_, log_);
     spool_janitor_ = std::make_unique<SpoolJanitor>(settings_.root, registration_->id(), log_);
-    registration_->write_pipeline(job_.text, job_.overrides);
+    registration_->write_pipeline(job_.text, job_.overrides, job_.variables);
     clear_final_publish(registration_->dir());
     registration_->write_run_options(
         {{"transport", options_.transport},
@@ -191,6 +191,7 @@ private:
     WorkerBootstrap b;
     b.pipeline = job_.text;
     b.overrides = job_.overrides;
+    b.variables = job_.variables;
     b.security = encode_link_security(security_);
     b.heartbeat_timeout = restart_.heartbeat_timeout;
     b.checkpoint_storage_coordinator = snapshots_on_coordinator();
@@ -237,7 +238,7 @@ private:
     job_ = state_->take_rescaled();
     ++attempt_;
     restore_from_ = *checkpoints_->latest_completed();
-    registration_->write_pipeline(job_.text, job_.overrides);
+    registration_->write_pipeline(job_.text, job_.overrides, job_.variables);
     if (!hosts_.empty()) {
       try {
         task_hosts_ = place_tasks(job_, hosts_);

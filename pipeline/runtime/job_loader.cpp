@@ -26,10 +26,25 @@ namespace {
   throw Error(ErrorKind::Usage, message);
 }
 
+// With the pipeline read from stdin, a `stdin` source would read what follows the pipeline's
+// text, which is nothing: refused before anything starts.
+void refuse_stdin_sources(const pipeline::PipelineSpec& spec) {
+  std::string problems;
+  for (const auto& node : spec.nodes) {
+    if (node.role != pipeline::NodeRole::Source || node.type != "stdin") continue;
+    problems += problems.empty() ? "" : "\n";
+    problems += pipeline::position_of(spec, node, "type") + ": source '" + node.name +
+                "' reads stdin, but the pipeline itself is read from stdin ('-' as the file): give the "
+                "pipeline as a file to read records from stdin";
+  }
+  if (!problems.empty()) throw Error(ErrorKind::Usage, problems);
+}
+
 LoadedJob finish_loading(pipeline::LoadResult result, const operators::Registry& registry, std::string text,
-                         std::vector<std::string> overrides) {
+                         std::vector<std::string> overrides, bool from_stdin = false) {
   if (!result.diagnostics.empty() || !result.spec) throw_diagnostics(result.diagnostics);
   pipeline::PipelineSpec& spec = *result.spec;
+  if (from_stdin) refuse_stdin_sources(spec);
   pipeline::plan_projection(spec, catalog_of(registry));
 
   std::string problems;
@@ -64,7 +79,7 @@ LoadedJob finish_loading(pipeline::LoadResult result, const operators::Registry&
   }
   if (!problems.empty()) throw Error(ErrorKind::Usage, problems);
 
-  LoadedJob job{std::move(spec), {}, std::move(text), std::move(overrides)};
+  LoadedJob job{std::move(spec), {}, std::move(text), std::move(overrides), std::move(result.variables)};
   job.plan = pipeline::plan_job(job.spec);
   return job;
 }
@@ -72,18 +87,20 @@ LoadedJob finish_loading(pipeline::LoadResult result, const operators::Registry&
 } // namespace
 
 LoadedJob load_job(const std::filesystem::path& file, const std::vector<std::string>& overrides,
-                   const operators::Registry& registry, std::size_t max_file_bytes) {
+                   const operators::Registry& registry, std::size_t max_file_bytes, bool sources_replaced) {
   // The text the spec was built from, read once: a second read of a pipe would find it empty.
   auto result = pipeline::load_pipeline(file, overrides, catalog_of(registry), max_file_bytes);
   std::string text = std::move(result.text);
-  return finish_loading(std::move(result), registry, std::move(text), overrides);
+  return finish_loading(std::move(result), registry, std::move(text), overrides,
+                        file == pipeline::kStdinPipeline && !sources_replaced);
 }
 
 LoadedJob load_job_text(const std::string& text, const std::string& display_name,
                         const std::filesystem::path& base_dir, const std::vector<std::string>& overrides,
-                        const operators::Registry& registry) {
-  return finish_loading(pipeline::load_pipeline_text(text, display_name, base_dir, overrides, catalog_of(registry)),
-                        registry, text, overrides);
+                        const operators::Registry& registry, const pipeline::PipelineVariables& variables) {
+  return finish_loading(
+      pipeline::load_pipeline_text(text, display_name, base_dir, overrides, catalog_of(registry), variables),
+      registry, text, overrides);
 }
 
 } // namespace streamctl::runtime

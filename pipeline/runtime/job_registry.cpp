@@ -6,6 +6,7 @@
 #include <fstream>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <string_view>
 #include <cstdlib>
 #include <unistd.h>
@@ -112,12 +113,40 @@ void JobRegistration::discard_unpublished() {
   created_dir_ = false;
 }
 
-void JobRegistration::write_pipeline(const std::string& text, const std::vector<std::string>& overrides) const {
+void JobRegistration::write_pipeline(const std::string& text, const std::vector<std::string>& overrides,
+                                     const std::map<std::string, std::string>& variables) const {
   std::ofstream out(dir_ / "pipeline.toml");
   out << text;
   std::ofstream list(dir_ / "overrides");
   for (const auto& o : overrides) list << o << '\0';
-  if (!out || !list) throw Error(ErrorKind::Internal, "cannot write the pipeline into '" + dir_.string() + "'");
+  // Environment values may be credentials: readable by the job's owner alone.
+  std::ofstream vars(dir_ / "variables");
+  std::error_code ec;
+  std::filesystem::permissions(dir_ / "variables",
+                               std::filesystem::perms::owner_read | std::filesystem::perms::owner_write, ec);
+  for (const auto& [name, value] : variables) vars << name << '=' << value << '\0';
+  out.flush();
+  list.flush();
+  vars.flush();
+  if (!out || !list || !vars) throw Error(ErrorKind::Internal, "cannot write the pipeline into '" + dir_.string() + "'");
+}
+
+StoredPipeline read_stored_pipeline(const std::filesystem::path& job_dir) {
+  StoredPipeline stored;
+  std::ifstream in(job_dir / "pipeline.toml");
+  if (!in) return stored;
+  stored.found = true;
+  std::stringstream text;
+  text << in.rdbuf();
+  stored.text = text.str();
+  std::ifstream list(job_dir / "overrides");
+  for (std::string o; std::getline(list, o, '\0');) stored.overrides.push_back(o);
+  std::ifstream vars(job_dir / "variables");
+  for (std::string v; std::getline(vars, v, '\0');) {
+    auto eq = v.find('=');
+    if (eq != std::string::npos) stored.variables[v.substr(0, eq)] = v.substr(eq + 1);
+  }
+  return stored;
 }
 
 void JobRegistration::write_run_options(const std::vector<std::pair<std::string, std::string>>& options) const {

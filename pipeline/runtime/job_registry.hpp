@@ -36,8 +36,11 @@ public:
   // whose length does not depend on the job's name.
   const std::filesystem::path& socket_dir() const { return socket_dir_; }
 
-  // pipeline.toml: the text as written; overrides: the --set values, NUL-terminated.
-  void write_pipeline(const std::string& text, const std::vector<std::string>& overrides) const;
+  // pipeline.toml: the text as written; overrides: the --set values, NUL-terminated;
+  // variables: the values its ${NAME} took (LoadedJob::variables), "NAME=VALUE" each
+  // NUL-terminated, so that `restart`, a worker and completion expand it as the run did.
+  void write_pipeline(const std::string& text, const std::vector<std::string>& overrides,
+                      const std::map<std::string, std::string>& variables = {}) const;
   // run_options: the flags of `run` that `restart JOB` must use again, one "name=value" a
   // line (transport, savepoint_on_exit, allow_non_restored_state).
   void write_run_options(const std::vector<std::pair<std::string, std::string>>& options) const;
@@ -81,5 +84,15 @@ private:
   std::optional<FailureCause> failure_;
   std::vector<std::string> warnings_;
 };
+
+// What write_pipeline wrote into a job directory; the text is empty when pipeline.toml is
+// missing, and the variables too for a job of a release before ${NAME}.
+struct StoredPipeline {
+  bool found = false;
+  std::string text;
+  std::vector<std::string> overrides;
+  std::map<std::string, std::string> variables;
+};
+StoredPipeline read_stored_pipeline(const std::filesystem::path& job_dir);
 
 } // namespace streamctl::runtime

@@ -33,7 +33,7 @@ Result<LoadedJob> plan_rescale(const LoadedJob& job, const std::string& changes,
   try {
     operators::Registry registry;
     connectors::register_all_types(registry);
-    next = load_job_text(job.text, job.spec.file.string(), job.spec.base_dir, all, registry);
+    next = load_job_text(job.text, job.spec.file.string(), job.spec.base_dir, all, registry, job.variables);
     enforce_worker_limits(*next, limits);
   } catch (const Error& e) {
     return fail(std::string("the new parallelism does not make a valid job:\n") + e.what());

@@ -134,7 +134,7 @@ RunOutcome run_sample(const LoadedJob& job, const fs::path& sample,
   // From the text `validate` read, under the same name: warnings point into the user's file.
   LoadedJob sample_job =
       load_job_text(job.text, job.spec.file.string(), job.spec.base_dir,
-                    sample_overrides(job, fs::absolute(sample), dir.path), registry);
+                    sample_overrides(job, fs::absolute(sample), dir.path), registry, job.variables);
   RunOptions local = options;
   local.ignore_cluster = true;
   return run_job(sample_job, local, log);

@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "pipeline/spec/env_expansion.hpp"
 #include "state/error.hpp"
 #include "state/json_reader.hpp"
 #include "state/json_writer.hpp"
@@ -49,6 +50,9 @@ toml::table test_pipeline(const pipeline::PipelineSpec& spec, const pipeline::Te
     }
     (*root[group].as_table()).insert_or_assign(node.name, std::move(replacement));
   }
+  // Its values are expanded already (and a "$${" of the file is now "${"): written out, they
+  // must not be expanded a second time.
+  pipeline::escape_variables(root);
   return root;
 }
 

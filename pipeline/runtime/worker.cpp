@@ -15,6 +15,7 @@
 #include "pipeline/runtime/final_publish.hpp"
 #include "operators/wall_clock.hpp"
 #include "pipeline/runtime/job_loader.hpp"
+#include "pipeline/runtime/job_registry.hpp"
 #include "pipeline/runtime/job_security.hpp"
 #include "pipeline/runtime/job_metrics.hpp"
 #include "pipeline/runtime/latency_window.hpp"
@@ -149,22 +150,20 @@ private:
   }
 
   void setup() {
-    std::string text;
-    std::vector<std::string> overrides;
+    // The pipeline as the coordinator expanded it: its ${NAME} take the coordinator's values,
+    // never this process's environment.
+    StoredPipeline stored;
     if (options_.bootstrap) {
-      text = options_.bootstrap->pipeline;
-      overrides = options_.bootstrap->overrides;
+      stored.text = options_.bootstrap->pipeline;
+      stored.overrides = options_.bootstrap->overrides;
+      stored.variables = options_.bootstrap->variables;
     } else {
-      std::ifstream in(options_.job_dir / "pipeline.toml");
-      std::stringstream read;
-      read << in.rdbuf();
-      text = read.str();
-      std::ifstream list(options_.job_dir / "overrides");
-      for (std::string o; std::getline(list, o, '\0');) overrides.push_back(o);
+      stored = read_stored_pipeline(options_.job_dir);
     }
     registry_ = std::make_unique<operators::Registry>();
     connectors::register_all_types(*registry_);
-    job_ = std::make_unique<LoadedJob>(load_job_text(text, options_.file_name, options_.base_dir, overrides, *registry_));
+    job_ = std::make_unique<LoadedJob>(load_job_text(stored.text, options_.file_name, options_.base_dir,
+                                                     stored.overrides, *registry_, stored.variables));
     settings_ = settings_of(job_->spec);
     if (options_.task < 0 || static_cast<std::size_t>(options_.task) >= job_->plan.tasks.size())
       throw Error(ErrorKind::Internal, "no task " + std::to_string(options_.task) + " in the plan");

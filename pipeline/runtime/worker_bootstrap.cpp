@@ -74,6 +74,7 @@ std::string encode_bootstrap(const WorkerBootstrap& bootstrap, std::string_view 
   body.set("pipeline", bootstrap.pipeline);
   for (std::size_t k = 0; k < bootstrap.overrides.size(); ++k)
     body.set("override." + std::to_string(k), bootstrap.overrides[k]);
+  for (const auto& [name, value] : bootstrap.variables) body.set("variable." + name, value);
   if (!bootstrap.security.empty()) body.set("security", bootstrap.security);
   if (bootstrap.heartbeat_timeout.count() > 0)
     body.set("heartbeat_timeout_ms", std::to_string(bootstrap.heartbeat_timeout.count()));
@@ -137,6 +138,8 @@ Result<WorkerBootstrap> decode_bootstrap_body(std::string_view body) {
       if (value != "coordinator")
         return Failure{"the bootstrap's checkpoint_storage is not \"coordinator\": '" + value + "'"};
       out.checkpoint_storage_coordinator = true;
+    } else if (key.rfind("variable.", 0) == 0 && key.size() > 9) {
+      out.variables[key.substr(9)] = value;
     } else if (key.rfind("override.", 0) == 0) {
       std::size_t n = 0;
       std::string_view digits = std::string_view(key).substr(9);

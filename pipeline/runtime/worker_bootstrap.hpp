@@ -16,6 +16,10 @@
 //             line, '\' and newline escaped:
 //               pipeline=TEXT              the pipeline file as written
 //               override.N=KEY=VALUE       the Nth --set override, N from 0 in order
+//               variable.NAME=VALUE        an environment variable the pipeline's ${NAME}
+//                                          took on the coordinator (env_expansion.hpp): the
+//                                          worker expands with these, never its own
+//                                          environment; a NAME absent was unset
 //               security=TEXT              opaque here: the job's keys (transport/curve_keys)
 //               heartbeat_timeout_ms=N     exit when the coordinator has not answered ALIVE
 //                                          for N ms; absent or 0: no such check
@@ -50,6 +54,7 @@ namespace streamctl::runtime {
 struct WorkerBootstrap {
   std::string pipeline;
   std::vector<std::string> overrides;             // "KEY=VALUE", as given to --set
+  std::map<std::string, std::string> variables;   // NAME → VALUE (LoadedJob::variables)
   std::string security;                           // carried as it is
   std::chrono::milliseconds heartbeat_timeout{0}; // 0: off
   // Snapshots travel over the control link to the coordinator, which alone touches

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <unistd.h>
 
+#include "pipeline/spec/env_expansion.hpp"
 #include "pipeline/spec/schema_check.hpp"
 #include "pipeline/spec/source_text.hpp"
 #include "state/error.hpp"
@@ -129,9 +130,11 @@ void apply_override(toml::table& root, std::size_t index, const std::string& o, 
   }
 }
 
-// The file, then the overrides; nullopt (and one diagnostic) on a TOML syntax error.
+// The file with its ${NAME} expanded, then the overrides (which the shell that gave them has
+// expanded already); nullopt (and one diagnostic) on a TOML syntax error.
 std::optional<toml::table> parse_document(std::string_view text, const std::string& display_name,
                                           const std::vector<std::string>& overrides,
+                                          const VariableLookup& lookup, PipelineVariables& used,
                                           Diagnostics& out) {
   toml::table root;
   try {
@@ -140,6 +143,7 @@ std::optional<toml::table> parse_document(std::string_view text, const std::stri
     out.add(pos_of(e.source(), display_name), std::string(e.description()));
     return std::nullopt;
   }
+  expand_variables(root, text, display_name, lookup, used, out);
   for (std::size_t k = 0; k < overrides.size(); ++k) apply_override(root, k, overrides[k], out);
   return root;
 }
@@ -158,6 +162,14 @@ Diagnostics sorted(const Diagnostics& in, const std::string& display_name) {
   return out;
 }
 
+VariableLookup recorded(const PipelineVariables& variables) {
+  return [&variables](const std::string& name) -> std::optional<std::string> {
+    auto it = variables.find(name);
+    if (it == variables.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
 const char* group_key(NodeRole role) {
   switch (role) {
   case NodeRole::Source: return "sources";
@@ -167,15 +179,14 @@ const char* group_key(NodeRole role) {
   return "";
 }
 
-} // namespace
-
-LoadResult load_pipeline_text(std::string_view text, const std::string& display_name,
-                              const std::filesystem::path& base_dir,
-                              const std::vector<std::string>& overrides,
-                              const SchemaCatalog& catalog) {
+// `lookup` gives the variables' values; those used are in the result.
+LoadResult load_text(std::string_view text, const std::string& display_name,
+                     const std::filesystem::path& base_dir,
+                     const std::vector<std::string>& overrides, const SchemaCatalog& catalog,
+                     const VariableLookup& lookup) {
   LoadResult result;
   Diagnostics found;
-  auto doc = parse_document(text, display_name, overrides, found);
+  auto doc = parse_document(text, display_name, overrides, lookup, result.variables, found);
   if (!doc) {
     result.diagnostics = std::move(found);
     return result;
@@ -199,8 +210,11 @@ LoadResult load_pipeline_text(std::string_view text, const std::string& display_
   if (spec && found.empty()) {
     // Copies of toml++ nodes drop their source positions: take each node's table from a
     // second, identical parse, and the document itself as the root.
+    // The same values again, from the record: the environment is not read twice.
     Diagnostics again;
-    auto second = parse_document(text, display_name, overrides, again);
+    PipelineVariables same;
+    auto second = parse_document(text, display_name, overrides, recorded(result.variables), same,
+                                 again);
     for (auto& node : spec->nodes) {
       // Present: the second parse is of the same text and overrides as the first.
       auto group = second->get_as<toml::table>(group_key(node.role));
@@ -212,6 +226,15 @@ LoadResult load_pipeline_text(std::string_view text, const std::string& display_
   }
   result.diagnostics = sorted(found, display_name);
   return result;
+}
+
+} // namespace
+
+LoadResult load_pipeline_text(std::string_view text, const std::string& display_name,
+                              const std::filesystem::path& base_dir,
+                              const std::vector<std::string>& overrides,
+                              const SchemaCatalog& catalog, const PipelineVariables& variables) {
+  return load_text(text, display_name, base_dir, overrides, catalog, recorded(variables));
 }
 
 namespace {
@@ -226,9 +249,16 @@ struct FileDescriptor {
 
 // The file's text, read with at most `max_bytes` + 64 KiB in memory: a pipe or /dev/zero has
 // no size to stat, so the read itself is bounded.
+// "-" is standard input, read through a descriptor of its own (a socket has no /dev/stdin to
+// open).
 Result<std::string> read_bounded(const std::filesystem::path& file, std::size_t max_bytes) {
-  FileDescriptor in{::open(file.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (in.fd < 0) return fail(std::string("cannot read the pipeline file: ") + std::strerror(errno));
+  bool from_stdin = file == kStdinPipeline;
+  FileDescriptor in{from_stdin ? ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0)
+                               : ::open(file.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (in.fd < 0)
+    return fail(std::string(from_stdin ? "cannot read the pipeline from standard input: "
+                                       : "cannot read the pipeline file: ") +
+                std::strerror(errno));
   struct stat st {};
   if (::fstat(in.fd, &st) == 0 && S_ISDIR(st.st_mode))
     return fail("cannot read the pipeline file: it is a directory");
@@ -257,7 +287,7 @@ std::string describe_bytes(std::size_t bytes) {
 LoadResult load_pipeline(const std::filesystem::path& file,
                          const std::vector<std::string>& overrides, const SchemaCatalog& catalog,
                          std::size_t max_bytes) {
-  std::string name = file.string();
+  std::string name = file == kStdinPipeline ? std::string(kStdinDisplayName) : file.string();
   auto read = read_bounded(file, max_bytes);
   if (!read) {
     LoadResult r;
@@ -266,8 +296,12 @@ LoadResult load_pipeline(const std::filesystem::path& file,
   }
   std::string text = std::move(*read);
   std::error_code ec;
-  std::filesystem::path dir = std::filesystem::absolute(file, ec).parent_path();
-  LoadResult result = load_pipeline_text(text, name, dir, overrides, catalog);
+  // Relative paths in a pipeline read from stdin resolve against the current directory.
+  std::filesystem::path dir = file == kStdinPipeline
+                                  ? std::filesystem::current_path(ec)
+                                  : std::filesystem::absolute(file, ec).parent_path();
+  // The one place where the environment is read: the values used travel in the result.
+  LoadResult result = load_text(text, name, dir, overrides, catalog, process_environment);
   result.text = std::move(text);
   return result;
 }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "pipeline/spec/diagnostics.hpp"
+#include "pipeline/spec/env_expansion.hpp"
 #include "pipeline/spec/pipeline_spec.hpp"
 #include "pipeline/spec/validation.hpp" // SchemaCatalog
 
@@ -32,6 +33,9 @@ struct LoadResult {
   std::optional<PipelineSpec> spec; // set only when diagnostics is empty
   Diagnostics diagnostics;          // in file order, then those of overrides
   std::string text;                 // the file as read (load_pipeline), for the workers
+  // The environment variables its ${NAME} used that were set (env_expansion.hpp): whatever
+  // loads `text` again must be given these, never read its own environment.
+  PipelineVariables variables;
 };
 
 // The largest pipeline file read by default (--max-pipeline-size raises it). A pipeline is a
@@ -39,7 +43,13 @@ struct LoadResult {
 // with a message instead of filling memory.
 inline constexpr std::size_t kDefaultMaxPipelineBytes = std::size_t{16} << 20;
 
-// Reads `file` (diagnostics name it as given), applies `overrides`, validates and builds.
+// "-" as the file: the pipeline is read from standard input, diagnostics name it "<stdin>"
+// and its relative paths resolve against the current directory.
+inline constexpr const char* kStdinPipeline = "-";
+inline constexpr const char* kStdinDisplayName = "<stdin>";
+
+// Reads `file` (diagnostics name it as given), expands its ${NAME} from this process's
+// environment, applies `overrides`, validates and builds.
 // Any readable file that is not a directory, pipes and /dev/stdin included, is read once, and
 // never more than `max_bytes` of it: a larger one is a diagnostic naming the limit.
 LoadResult load_pipeline(const std::filesystem::path& file,
@@ -50,11 +60,14 @@ LoadResult load_pipeline(const std::filesystem::path& file,
 std::string describe_bytes(std::size_t bytes);
 
 // The same from text (for tests and `streamctl test`); `display_name` is the file in
-// diagnostics and in PipelineSpec::file; relative paths resolve against `base_dir`.
+// diagnostics and in PipelineSpec::file; relative paths resolve against `base_dir`. ${NAME}
+// takes its value from `variables` alone (a name absent is unset), the record that came with
+// the text: the environment is not read.
 LoadResult load_pipeline_text(std::string_view text, const std::string& display_name,
                               const std::filesystem::path& base_dir,
                               const std::vector<std::string>& overrides,
-                              const SchemaCatalog& catalog);
+                              const SchemaCatalog& catalog,
+                              const PipelineVariables& variables = {});
 
 // The file name diagnostics of overrides carry.
 inline constexpr const char* overrides_file = "<--set>";
