@@ -118,6 +118,22 @@ public:
   virtual Result<void> restore_key_group(std::uint32_t /*key_group*/, std::string_view /*data*/) {
     return fail("this operator has no keyed state to restore");
   }
+  // Parallel restore, in two steps: load_key_group decodes a group's segment into tables of
+  // its own, and may run on several helper threads at once (so it must be const in fact:
+  // read only configuration, touch no table, timer or FieldNames of the operator); install()
+  // then hands what it built to the operator on the task thread, cheaply. Either step fails
+  // as restore_key_group would. Dropping a load uninstalled frees what it built.
+  class KeyGroupLoad {
+  public:
+    virtual ~KeyGroupLoad() = default;
+    virtual Result<void> install() = 0;
+  };
+  // nullptr: this operator loads no group off the task thread; the runtime calls
+  // restore_key_group on the task thread instead.
+  virtual Result<std::unique_ptr<KeyGroupLoad>> load_key_group(std::uint32_t /*key_group*/,
+                                                               std::string_view /*data*/) const {
+    return std::unique_ptr<KeyGroupLoad>{};
+  }
   // Called after open(), before any record, with the subtask state of EVERY old subtask
   // (index = old subtask, empty when it wrote none): the operator takes what its new subtask
   // index (ctx.subtask of ctx.parallelism) should hold.

@@ -4,7 +4,6 @@
 #include <cstring>
 #include <new>
 #include <optional>
-#include <unordered_set>
 
 #include "operators/bad_record.hpp"
 #include "operators/field_reads.hpp"
@@ -362,13 +361,65 @@ public:
   }
 
   Result<void> restore_key_group(std::uint32_t key_group, std::string_view data) override {
-    const auto failed = [&](const std::string& why) -> Result<void> {
+    auto load = load_group(key_group, data);
+    if (!load) return Failure{load.error()};
+    return (*load)->install();
+  }
+
+  Result<std::unique_ptr<KeyGroupLoad>> load_key_group(std::uint32_t key_group,
+                                                       std::string_view data) const override {
+    auto load = load_group(key_group, data);
+    if (!load) return Failure{load.error()};
+    return std::unique_ptr<KeyGroupLoad>(std::move(*load));
+  }
+
+private:
+  using Windows = state::KeyedMap<Cell>;
+
+  // One key group's windows, decoded into maps of that group alone (Operator::KeyGroupLoad):
+  // built on a helper thread, adopted by the operator's maps on the task thread.
+  class GroupLoad final : public KeyGroupLoad {
+  public:
+    GroupLoad(AlignedWindows& self, std::uint32_t group)
+        : self_(self), group_(group),
+          windows_{Windows({group, group + 1}, self.max_parallelism_),
+                   Windows({group, group + 1}, self.max_parallelism_)} {}
+    ~GroupLoad() override {
+      for (Windows& w : windows_)
+        w.for_each([&](std::string_view, Cell& cell) { self_.destroy_block(cell); });
+    }
+
+    Result<void> install() override {
+      for (int di = 0; di < 2; ++di)
+        if (self_.domains_[di].windows->group_size(group_) != 0)
+          return self_.restore_failure(group_, "restored twice");
+      for (int di = 0; di < 2; ++di)
+        if (windows_[di].size() != 0) self_.domains_[di].windows->adopt_group(group_, windows_[di]);
+      for (const auto& t : timers_) {
+        if (t.domain == state::TimeDomain::EventTime)
+          self_.timers_->register_event_time({}, group_, t.timestamp, t.tag);
+        else
+          self_.timers_->register_processing_time({}, group_, t.timestamp, t.tag);
+      }
+      return {};
+    }
+
+    AlignedWindows& self_;
+    std::uint32_t group_;
+    Windows windows_[2];
+    std::vector<state::StoredTimer> timers_; // keys empty: nothing points into the segment
+  };
+
+  // Decodes a key-group segment. Safe on any thread while the task thread does anything but
+  // snapshot or process: it reads the operator's configuration only (the aggregates' init and
+  // deserialize use no scratch) and builds its own maps. Windows go straight into a table
+  // sized once from the count, and the table finds duplicate windows: copying each entry and
+  // a second set of every key made a gigabyte of windows restore 26x slower than it reads.
+  Result<std::unique_ptr<GroupLoad>> load_group(std::uint32_t key_group, std::string_view data) const {
+    const auto failed = [&](const std::string& why) -> Failure {
       return restore_failure(key_group, why);
     };
     if (!range_.contains(key_group)) return failed("not a key group of this subtask");
-    if (domains_[0].windows->group_size(key_group) != 0 ||
-        domains_[1].windows->group_size(key_group) != 0)
-      return failed("restored twice");
     state::StateReader r(data);
     std::int64_t size = 0, slide = 0;
     if (!r.header('A') || !r.zigzag(size) || !r.zigzag(slide)) return failed(r.error());
@@ -376,24 +427,14 @@ public:
       return failed("the windows were " + std::to_string(size) + "ms every " +
                     std::to_string(slide) + "ms, this node's are " + std::to_string(window_.size) +
                     "ms every " + std::to_string(window_.slide) + "ms");
-    struct Parsed {
-      std::string map_key;
-      std::uint64_t hash;
-      Cell cell;
-    };
-    // Blocks made so far, destroyed unless handed to the maps.
-    struct Made {
-      const AlignedWindows& self;
-      std::vector<Parsed> windows[2];
-      ~Made() {
-        for (auto& list : windows)
-          for (auto& p : list) self.destroy_block(p.cell);
-      }
-    } made{*this, {}};
+    auto load = std::make_unique<GroupLoad>(const_cast<AlignedWindows&>(*this), key_group);
+    state::FieldNames names; // keys are only checked here: their names need not be the task's
+    std::string map_key;
     for (int di = 0; di < 2; ++di) {
+      Windows& windows = load->windows_[di];
       std::uint64_t n;
       if (!r.count(n, 3)) return failed(r.error());
-      std::unordered_set<std::string> seen;
+      if (n > 0) windows.reserve_group(key_group, n);
       for (std::uint64_t k = 0; k < n; ++k) {
         std::int64_t start;
         std::string_view key;
@@ -401,49 +442,33 @@ public:
         if (start < min_window_time || start > max_window_time - window_.size ||
             floor_mod(start, window_.slide) != 0)
           return failed("a window start " + std::to_string(start) + " that is not aligned");
-        if (!state::valid_key_bytes(key, *ctx_.names)) return failed("a malformed key");
+        if (!state::valid_key_bytes(key, names)) return failed("a malformed key");
         const std::uint64_t key_hash = state::hash_key_bytes(key);
         if (state::key_group_of(key_hash, max_parallelism_) != key_group)
           return failed("a key of another key group");
-        Parsed p;
-        append_zigzag_varint(p.map_key, start);
-        p.map_key.append(key);
-        if (!seen.insert(p.map_key).second) return failed("a window twice");
-        p.hash = window_hash(key_group, key_hash, start);
-        create_block(p.cell);
-        made.windows[di].push_back(std::move(p));
+        map_key.clear();
+        append_zigzag_varint(map_key, start);
+        map_key.append(key);
+        auto [cell, inserted] = windows.try_emplace(map_key, window_hash(key_group, key_hash, start));
+        if (!inserted) return failed("a window twice");
+        create_block(*cell);
         std::string_view rest = r.rest();
-        if (auto d = aggregates_.deserialize(block_of(made.windows[di].back().cell), rest); !d)
+        if (auto d = aggregates_.deserialize(block_of(*cell), rest); !d)
           return failed("aggregates: " + d.error());
         r.skip(r.remaining() - rest.size());
       }
     }
-    std::vector<state::StoredTimer> timers;
-    if (!r.timers(timers)) return failed(r.error());
-    for (const auto& t : timers) {
+    if (!r.timers(load->timers_)) return failed(r.error());
+    for (const auto& t : load->timers_) {
       if (!t.key.empty()) return failed("a group timer with a key");
       if (t.tag < min_window_time + window_.size || t.tag > max_window_time ||
           floor_mod(t.tag - window_.size, window_.slide) != 0 || t.timestamp < t.tag)
         return failed("a timer for no window end");
     }
     if (!r.at_end()) return failed(std::to_string(r.remaining()) + " bytes after the state");
-    for (int di = 0; di < 2; ++di) {
-      if (!made.windows[di].empty()) domains_[di].windows->reserve_group(key_group, made.windows[di].size());
-      for (auto& p : made.windows[di])
-        domains_[di].windows->try_emplace(p.map_key, p.hash, p.cell);
-      made.windows[di].clear(); // the maps own the blocks now
-    }
-    for (const auto& t : timers) {
-      if (t.domain == state::TimeDomain::EventTime)
-        timers_->register_event_time({}, key_group, t.timestamp, t.tag);
-      else
-        timers_->register_processing_time({}, key_group, t.timestamp, t.tag);
-    }
-    return {};
+    return load;
   }
 
-private:
-  using Windows = state::KeyedMap<Cell>;
 
   struct GroupTimer {
     std::int64_t time;
@@ -528,7 +553,7 @@ private:
     }
   }
 
-  std::byte* create_block(Cell& cell) {
+  std::byte* create_block(Cell& cell) const {
     std::byte* block = cell.bytes;
     if (!inline_blocks_) {
       block = static_cast<std::byte*>(

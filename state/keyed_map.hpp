@@ -332,6 +332,26 @@ public:
     if (entries > g.grow_at) rehash(g, capacity_for(entries));
   }
 
+  // Moves the table of `key_group` out of `from` (a map of the same max_parallelism whose
+  // range holds the group, filled apart: a restore builds groups on helper threads) into this
+  // map, whose group must be empty. O(1): nothing is copied or rehashed.
+  void adopt_group(std::uint32_t key_group, KeyedMap& from) {
+    STREAMCTL_STATE_ASSERT(from.max_parallelism_ == max_parallelism_,
+                           "adopting a key group of another max_parallelism");
+    Group& to = group_at(key_group);
+    STREAMCTL_STATE_ASSERT(to.size == 0, "adopting into a key group that holds entries");
+    Group& g = from.group_at(key_group);
+    release(to);
+    to.slots = std::exchange(g.slots, nullptr);
+    to.mask = std::exchange(g.mask, 0);
+    to.size = std::exchange(g.size, 0);
+    to.grow_at = std::exchange(g.grow_at, 0);
+    to.shift = std::exchange(g.shift, 0);
+    to.long_keys = std::move(g.long_keys);
+    size_ += to.size;
+    from.size_ -= to.size;
+  }
+
   // Erases every entry of one key group and frees its table.
   void clear_group(std::uint32_t key_group) {
     Group& g = group_at(key_group);

@@ -578,20 +578,34 @@ Result<SnapshotReader> SnapshotReader::open(const std::filesystem::path& path) {
   return SnapshotReader(std::move(state));
 }
 
+namespace {
+// Reads, checks and decompresses one segment with the given buffers (pread: the file offset
+// is not shared state, so readers on several threads may use one descriptor).
+Result<void> read_segment_with(const std::filesystem::path& path, int fd, const SegmentInfo& seg,
+                               std::string& compressed, Lz4FrameDecompressor& decompressor,
+                               std::string& out) {
+  auto failed = [&](const std::string& what) { return fail(path.string() + ": " + what); };
+  int err = read_exactly(fd, seg.offset, static_cast<std::size_t>(seg.compressed_length), compressed);
+  if (err == -1) return failed("truncated: the " + describe_segment(seg) + " is cut off");
+  if (err != 0) return failed("cannot read the " + describe_segment(seg) + ": " + error_text(err));
+  if (xxh64(compressed) != seg.checksum) return failed("checksum mismatch in " + describe_segment(seg));
+  if (auto r = decompressor.decompress(compressed, static_cast<std::size_t>(seg.raw_length), out); !r)
+    return failed(describe_segment(seg) + ": " + r.error());
+  return {};
+}
+} // namespace
+
 Result<void> SnapshotReader::read_segment(const SegmentInfo& seg, std::string& out) {
   State& s = *state_;
-  int err = read_exactly(s.fd.get(), seg.offset, static_cast<std::size_t>(seg.compressed_length),
-                         s.compressed);
-  if (err == -1) return s.failed("truncated: the " + describe_segment(seg) + " is cut off");
-  if (err != 0)
-    return s.failed("cannot read the " + describe_segment(seg) + ": " + error_text(err));
-  if (xxh64(s.compressed) != seg.checksum)
-    return s.failed("checksum mismatch in " + describe_segment(seg));
-  if (auto r =
-          s.decompressor.decompress(s.compressed, static_cast<std::size_t>(seg.raw_length), out);
-      !r)
-    return s.failed(describe_segment(seg) + ": " + r.error());
-  return {};
+  return read_segment_with(s.path, s.fd.get(), seg, s.compressed, s.decompressor, out);
+}
+
+Result<std::string> SnapshotReader::read_segment_concurrently(const SegmentInfo& seg) const {
+  std::string compressed, out;
+  Lz4FrameDecompressor decompressor;
+  if (auto r = read_segment_with(state_->path, state_->fd.get(), seg, compressed, decompressor, out); !r)
+    return fail(r.error());
+  return out;
 }
 
 Result<std::string> SnapshotReader::read_segment(const SegmentInfo& seg) {

@@ -165,7 +165,8 @@ private:
 
 // Reads one snapshot file. open() checks magic, version, header, trailer and the index's
 // checksum and consistency; segments are read (checksum, decompression) one at a time, on
-// demand, by seeking through the index. Movable; one reader per thread.
+// demand, by seeking through the index. Movable; one reader per thread, except for
+// read_segment_concurrently.
 class SnapshotReader {
 public:
   static Result<SnapshotReader> open(const std::filesystem::path& path);
@@ -187,6 +188,9 @@ public:
   // the LZ4 content checksum) into `out`, replacing its contents. Reads nothing else.
   Result<void> read_segment(const SegmentInfo& segment, std::string& out);
   Result<std::string> read_segment(const SegmentInfo& segment);
+  // The same with buffers of its own: safe to call from several threads at once (a parallel
+  // restore), as long as no thread moves or destroys the reader meanwhile.
+  Result<std::string> read_segment_concurrently(const SegmentInfo& segment) const;
   // Reads and checks every segment.
   Result<SnapshotSummary> verify();
 

@@ -1,6 +1,11 @@
 #include "pipeline/runtime/checkpoint_restore.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
 
 #include "pipeline/runtime/checkpoint_completeness.hpp"
 
@@ -74,6 +79,114 @@ Result<std::vector<std::string>> CheckpointRestore::per_subtask(const std::strin
     out[h.subtask] = std::move(*bytes);
   }
   return out;
+}
+
+std::vector<CheckpointRestore::KeyedSegment> CheckpointRestore::keyed_segments(const std::string& node,
+                                                                               state::KeyGroupRange range) const {
+  std::vector<KeyedSegment> out;
+  for (std::uint32_t group = range.first; group < range.end; ++group)
+    for (const auto& reader : readers_) { // as keyed(): the first file owning the group decides
+      const state::SnapshotHeader& h = reader.header();
+      if (!h.key_groups.contains(group)) continue;
+      if (std::find(h.chain_nodes.begin(), h.chain_nodes.end(), node) == h.chain_nodes.end()) continue;
+      if (const state::SegmentInfo* segment = reader.find(node, state::SegmentKind::Keyed, group))
+        out.push_back({group, &reader, segment});
+      break;
+    }
+  return out;
+}
+
+namespace {
+
+// One key group on its way: filled by a helper, consumed by the task thread.
+struct GroupSlot {
+  std::string bytes; // the segment, kept only for an operator that restores on the task thread
+  std::unique_ptr<operators::Operator::KeyGroupLoad> load;
+  std::string error;
+  bool ready = false;
+};
+
+std::string in_group(std::uint32_t group, const std::string& why) {
+  return "key group " + std::to_string(group) + ": " + why;
+}
+
+// Reads and decodes one group; safe on any thread (the reader and the load are).
+void load_group(const CheckpointRestore::KeyedSegment& where, const operators::Operator& op, GroupSlot& slot) {
+  try {
+    auto bytes = where.reader->read_segment_concurrently(*where.segment);
+    if (!bytes) {
+      slot.error = bytes.error();
+      return;
+    }
+    auto load = op.load_key_group(where.key_group, *bytes);
+    if (!load) {
+      slot.error = in_group(where.key_group, load.error());
+      return;
+    }
+    slot.load = std::move(*load);
+    if (!slot.load) slot.bytes = std::move(*bytes);
+  } catch (const std::exception& e) {
+    slot.error = in_group(where.key_group, e.what());
+  }
+}
+
+// Hands one loaded group to the operator, on the task thread.
+Result<void> install_group(std::uint32_t group, operators::Operator& op, GroupSlot& slot) {
+  if (!slot.error.empty()) return fail(slot.error);
+  Result<void> ok = slot.load ? slot.load->install() : op.restore_key_group(group, slot.bytes);
+  slot.load.reset();
+  std::string().swap(slot.bytes);
+  if (!ok) return fail(in_group(group, ok.error()));
+  return {};
+}
+
+} // namespace
+
+Result<void> restore_key_groups(const CheckpointRestore& restore, const std::string& node,
+                                state::KeyGroupRange range, operators::Operator& op) {
+  const auto segments = restore.keyed_segments(node, range);
+  std::vector<GroupSlot> slots(segments.size());
+  const std::size_t helpers =
+      std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), segments.size());
+  if (helpers <= 1) {
+    for (std::size_t k = 0; k < segments.size(); ++k) {
+      load_group(segments[k], op, slots[k]);
+      if (auto ok = install_group(segments[k].key_group, op, slots[k]); !ok) return ok;
+    }
+    return {};
+  }
+  std::mutex mutex;
+  std::condition_variable loaded;
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> stop{false};
+  Result<void> result;
+  {
+    // Declared after the slots, so joined (at the end of this block) before they go.
+    std::vector<std::jthread> pool;
+    for (std::size_t t = 0; t < helpers; ++t)
+      pool.emplace_back([&] {
+        for (std::size_t k; !stop && (k = next++) < segments.size();) {
+          load_group(segments[k], op, slots[k]);
+          {
+            std::lock_guard lock(mutex);
+            slots[k].ready = true;
+          }
+          loaded.notify_all();
+        }
+      });
+    for (std::size_t k = 0; k < segments.size(); ++k) {
+      {
+        std::unique_lock lock(mutex);
+        loaded.wait(lock, [&] { return slots[k].ready; });
+      }
+      result = install_group(segments[k].key_group, op, slots[k]);
+      if (!result) {
+        stop = true; // the helpers finish the group in hand; what they loaded is dropped
+        break;
+      }
+    }
+  }
+  return result;
 }
 
 std::vector<std::string> check_restore_compatible(const CheckpointRestore& restore, const pipeline::PipelineSpec& spec,

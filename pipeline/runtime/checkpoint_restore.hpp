@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "operators/operator.hpp"
 #include "pipeline/runtime/checkpoint_metadata.hpp"
 #include "state/error.hpp"
 #include "state/snapshot_format.hpp"
@@ -43,12 +44,31 @@ public:
   // string where one wrote none); empty when the node is not in the snapshot.
   Result<std::vector<std::string>> per_subtask(const std::string& node, state::SegmentKind kind);
 
+  // Where the keyed segment of a node for one key group is (keyed_segments).
+  struct KeyedSegment {
+    std::uint32_t key_group;
+    const state::SnapshotReader* reader;
+    const state::SegmentInfo* segment;
+  };
+  // The keyed segments of `node` for the groups of `range` that have one, in group order.
+  std::vector<KeyedSegment> keyed_segments(const std::string& node, state::KeyGroupRange range) const;
+
 private:
   std::filesystem::path dir_;
   CheckpointMetadata metadata_;
   std::vector<state::SnapshotReader> readers_;
   std::set<std::string> nodes_with_state_;
 };
+
+// Restores the keyed state of `node` for the key groups of `range` into `op`, as calling
+// op.restore_key_group for each group in order would, but with the segments read,
+// decompressed and decoded (Operator::load_key_group) by up to hardware_concurrency helper
+// threads, one group at a time each, while the calling (task) thread installs the groups in
+// order. The helpers touch no state of the operator; all have ended when this returns. The
+// failure is that of the first group, in group order, that fails: what a sequential restore
+// reports ("key group 7: ..." for a segment the operator refuses).
+Result<void> restore_key_groups(const CheckpointRestore& restore, const std::string& node,
+                                state::KeyGroupRange range, operators::Operator& op);
 
 // Checks, before a job starts from `restore`, that it fits `spec`: the same max_parallelism
 // (another would move keys to other key groups), and every node that has state in it still

@@ -240,13 +240,7 @@ void TaskChain::restore(CheckpointRestore& restore) {
     }
     operators::Operator& op = *operators_[position - offset];
     if (!op.has_state()) continue;
-    for (std::uint32_t group = key_groups_.first; group < key_groups_.end; ++group) {
-      auto bytes = restore.keyed(name, group);
-      if (!bytes) restore_failed(name, bytes.error());
-      if (!*bytes) continue;
-      if (auto ok = op.restore_key_group(group, **bytes); !ok)
-        restore_failed(name, "key group " + std::to_string(group) + ": " + ok.error());
-    }
+    if (auto ok = restore_key_groups(restore, name, key_groups_, op); !ok) restore_failed(name, ok.error());
     auto subtasks = subtask_state(state::SegmentKind::Subtask);
     if (auto ok = op.restore_subtask_state(views_of(subtasks)); !ok) restore_failed(name, ok.error());
   }

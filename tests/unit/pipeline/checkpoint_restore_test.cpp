@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
+#include <utility>
 #include <set>
 #include <string>
 #include <vector>
@@ -372,4 +374,80 @@ TEST_CASE("two chains whose files say the same chain id fail open", "[checkpoint
   auto r = CheckpointRestore::open(dir);
   REQUIRE_FALSE(r);
   CHECK_THAT(r.error(), Catch::Contains((dir / "twin.snap").string() + ": chain id 0 in its header is also that of"));
+}
+
+namespace {
+
+// A keyed operator that decodes nothing: each group's load keeps the bytes, and install
+// files them, so that a test sees which groups arrived, in what order and with what bytes.
+class GroupCollector final : public operators::Operator {
+public:
+  void process(const state::Batch&, state::Batch&) override {}
+  bool has_state() const override { return true; }
+  Result<void> restore_key_group(std::uint32_t group, std::string_view data) override {
+    installed.emplace_back(group, std::string(data));
+    return {};
+  }
+  class Load final : public KeyGroupLoad {
+  public:
+    Load(GroupCollector& self, std::uint32_t group, std::string bytes)
+        : self_(self), group_(group), bytes_(std::move(bytes)) {}
+    Result<void> install() override { return self_.restore_key_group(group_, bytes_); }
+
+  private:
+    GroupCollector& self_;
+    std::uint32_t group_;
+    std::string bytes_;
+  };
+  Result<std::unique_ptr<KeyGroupLoad>> load_key_group(std::uint32_t group, std::string_view data) const override {
+    if (refuse && group == *refuse) return fail("refused");
+    return std::unique_ptr<KeyGroupLoad>(
+        std::make_unique<Load>(const_cast<GroupCollector&>(*this), group, std::string(data)));
+  }
+  std::vector<std::pair<std::uint32_t, std::string>> installed;
+  std::optional<std::uint32_t> refuse;
+};
+
+} // namespace
+
+TEST_CASE("restore_key_groups installs every group with state, in order, from whichever file holds it",
+          "[checkpoint_restore]") {
+  TempDir tmp;
+  auto r = CheckpointRestore::open(write_checkpoint(tmp.path));
+  REQUIRE(r);
+  GroupCollector op;
+  const state::KeyGroupRange range{40, 90}; // across the two old subtasks' files
+  REQUIRE(runtime::restore_key_groups(*r, "counts", range, op));
+  std::vector<std::pair<std::uint32_t, std::string>> expected;
+  for (std::uint32_t kg = range.first; kg < range.end; ++kg)
+    if (has_state(kg)) expected.emplace_back(kg, keyed_bytes(kg));
+  CHECK(op.installed == expected);
+}
+
+TEST_CASE("restore_key_groups fails with the first failing group in group order", "[checkpoint_restore]") {
+  TempDir tmp;
+  fs::path dir = write_checkpoint(tmp.path);
+  fs::path file = dir / runtime::task_snapshot_file(0, 1);
+  {
+    auto reader = state::SnapshotReader::open(file);
+    REQUIRE(reader);
+    const state::SegmentInfo* segment = reader->find("counts", state::SegmentKind::Keyed, 100);
+    REQUIRE(segment != nullptr);
+    flip_byte(file, segment->offset + segment->compressed_length / 2);
+  }
+  auto r = CheckpointRestore::open(dir);
+  REQUIRE(r);
+  auto sequential = r->keyed("counts", 100);
+  REQUIRE_FALSE(sequential);
+  GroupCollector damaged;
+  auto failed = runtime::restore_key_groups(*r, "counts", {64, 128}, damaged);
+  REQUIRE_FALSE(failed);
+  CHECK(failed.error() == sequential.error()); // the message of a one-by-one restore
+  for (const auto& installed : damaged.installed) CHECK(installed.first < 100);
+
+  GroupCollector refusing;
+  refusing.refuse = 97; // before the damaged group: its failure is the one reported
+  auto refused = runtime::restore_key_groups(*r, "counts", {64, 128}, refusing);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error() == "key group 97: refused");
 }

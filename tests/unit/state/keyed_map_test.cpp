@@ -366,3 +366,45 @@ TEST_CASE("KeyedMap stores short keys compactly", "[state][keyed_map]") {
   CHECK(per_key < 32 / 0.4 + 1);
   CHECK(per_key > 32);
 }
+
+TEST_CASE("KeyedMap adopts a key group built apart, as a parallel restore does", "[state][keyed_map]") {
+  const KeyGroupRange range = key_group_range(1, 4, max_p); // [32, 64)
+  std::vector<Key> all = make_keys(20000, 7);
+  KeyedMap<Tracked> map(range, max_p);
+  std::unordered_map<std::string, long> expected;
+  const long before = Tracked::live;
+  {
+    // One single-group map per group, each filled as a helper thread would, then adopted.
+    for (std::uint32_t kg = range.first; kg < range.end; ++kg) {
+      KeyedMap<Tracked> apart({kg, kg + 1}, max_p);
+      std::size_t n = 0;
+      for (const auto& k : all)
+        if (key_group_of(k.hash, max_p) == kg) ++n;
+      apart.reserve_group(kg, n);
+      for (std::size_t i = 0; i < all.size(); ++i)
+        if (key_group_of(all[i].hash, max_p) == kg) {
+          apart.try_emplace(all[i].bytes, all[i].hash, static_cast<long>(i));
+          expected[all[i].bytes] = static_cast<long>(i);
+        }
+      REQUIRE(apart.size() == n);
+      map.adopt_group(kg, apart);
+      CHECK(apart.empty());
+      CHECK(apart.group_size(kg) == 0);
+      CHECK(map.group_size(kg) == n);
+    }
+  }
+  REQUIRE(map.size() == expected.size());
+  REQUIRE(!expected.empty());
+  for (const auto& k : all) {
+    if (!range.contains(key_group_of(k.hash, max_p))) continue;
+    const Tracked* v = map.find(k.bytes, k.hash);
+    REQUIRE(v != nullptr);
+    CHECK(v->value == expected[k.bytes]);
+  }
+  CHECK(Tracked::live - before == static_cast<long>(map.size())); // nothing copied or leaked
+  // The adopted tables work as any other: inserts and erases after adoption.
+  for (const auto& k : all)
+    if (range.contains(key_group_of(k.hash, max_p))) CHECK(map.erase(k.bytes, k.hash));
+  CHECK(map.empty());
+  CHECK(Tracked::live == before);
+}
