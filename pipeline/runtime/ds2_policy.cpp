@@ -174,7 +174,7 @@ Ds2Decision decide_ds2(const pipeline::PipelineSpec& spec, const pipeline::Physi
       row.busy = busy;
       row.true_in = busy > 0 ? row.observed_in / busy : 0;
       row.true_out = busy > 0 ? row.observed_out / busy : 0;
-      if (node.reach == pipeline::NodeReach::CoordinatorTerminal) pinned = node.name;
+      if (node.one_subtask) pinned = node.name;
 
       if (node.role == pipeline::NodeRole::Source) {
         has_source = true;
@@ -256,7 +256,7 @@ Ds2Decision decide_ds2(const pipeline::PipelineSpec& spec, const pipeline::Physi
         chain.nodes.size() > 1 ? " (chain " + pipeline::chain_label(spec, chain) + ")" : "";
     if (!pinned.empty()) {
       decided = true;
-      reason = "'" + pinned + "' runs with parallelism 1 (single instance)" + label;
+      reason = "'" + pinned + "' runs with parallelism 1 (its type has one subtask)" + label;
     } else if (has_source && !source_rate_known) {
       decided = true;
       reason = chain_gap + label;

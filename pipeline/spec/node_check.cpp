@@ -201,7 +201,10 @@ std::optional<NodeDraft> check_node(Checker& c, NodeRole role, const toml::key& 
         d.parallelism = n;
     }
   }
-  if (schema && (schema->single_instance || schema->one_subtask)) d.spec.parallelism = 1;
+  if (schema && (schema->single_instance || schema->one_subtask)) {
+    d.spec.parallelism = 1;
+    d.spec.one_subtask = true;
+  }
 
   if (auto p = table->get("partition"))
     if (auto s = c.enum_value(*p, "partition", partition_choices))

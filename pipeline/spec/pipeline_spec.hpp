@@ -43,6 +43,7 @@ struct NodeSpec {
   OnError on_error = OnError::Drop;
   std::filesystem::path dead_letter;     // absolute; set when on_error = dead_letter
   NodeReach reach = NodeReach::Anywhere;
+  bool one_subtask = false;              // its type runs one subtask only (stdin, a tcp source)
   std::string host;                      // `host = "NAME"` as written; empty: placement decides
   bool shared = false;                   // `shared = true`: its path is on every host
   SourcePos where;                       // the [kind.NAME] header

@@ -4,6 +4,7 @@
 #include <random>
 #include <utility>
 
+#include "operators/connectors/registry.hpp"
 #include "operators/registry.hpp"
 #include "pipeline/runtime/ds2_policy.hpp"
 #include "pipeline/runtime/job_loader.hpp"
@@ -394,6 +395,38 @@ parallelism = 1
     INFO(describe(d));
     CHECK(row(d, "g").target_out == Approx(4000));
     CHECK(row(d, "g").optimal == 6); // 4000 / 700 = 5.7
+  }
+}
+
+TEST_CASE("DS2: a chain with a one-subtask source (tcp, stdin) keeps parallelism 1", "[ds2]") {
+  // Validation refuses `parallelism` > 1 for these sources, so the autoscaler must not ask for
+  // it, however loaded the chain: it reports why instead.
+  operators::Registry registry;
+  connectors::register_all_types(registry);
+  for (std::string source : {"type = \"tcp\"\naddress = \"127.0.0.1:9000\"", "type = \"stdin\""}) {
+    auto job = runtime::load_job_text(R"toml(name = "ds2"
+[sources.in]
+)toml" + source + R"toml(
+[operators.m]
+type = "map"
+inputs = ["in"]
+set = { y = "1" }
+[sinks.out]
+type = "file"
+path = "out.jsonl"
+inputs = ["m"]
+)toml",
+                                      "ds2.toml", std::filesystem::current_path(), {}, registry);
+    REQUIRE(pipeline::chain_label(job.spec, job.plan.chains[0]) == "in -> m -> out");
+    std::vector<Ds2Observation> obs;
+    observe(obs, "in", 1, 0, 1000, 1.0);
+    observe(obs, "m", 1, 1000, 1000, 1.0);
+    observe(obs, "out", 1, 1000, 0, 0.1);
+    Ds2Decision d = runtime::decide_ds2(job.spec, job.plan, obs, settings(1, 16), {{"in", 4000.0}});
+    INFO(source << "\n" << describe(d));
+    CHECK(row(d, "in").optimal == 1);
+    CHECK(row(d, "m").optimal == 1);
+    CHECK(row(d, "m").reason.find("'in' runs with parallelism 1") != std::string::npos);
   }
 }
 
