@@ -2,20 +2,23 @@
 # What metrics cost (issue 10: at most 2% of throughput with latency markers every second): the
 # dense keyed count of stateful.sh at parallelism 2, with and without [metrics]
 # latency_interval = "1s", alternating runs, printed as CPU seconds (user + sys of the whole
-# job, workers included) and wall seconds. Heartbeat metrics are always on. A measuring tool,
-# never a test.
+# job, workers included) and wall seconds. Heartbeat metrics are always on; to measure them,
+# --baseline names a binary built without them (the column then compares the two binaries,
+# markers off). A measuring tool, never a test.
 #
-#   tests/bench/metrics_overhead.sh [--records N] [--runs K] [--streamctl PATH]
+#   tests/bench/metrics_overhead.sh [--records N] [--runs K] [--streamctl PATH] [--baseline PATH]
 set -euo pipefail
 
 records=4000000
 runs=3
+baseline=""
 streamctl="${STREAMCTL:-$(dirname "$0")/../../build/cli/streamctl}"
 while [[ $# -gt 0 ]]; do
   case $1 in
     --records) records=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --streamctl) streamctl=$2; shift 2 ;;
+    --baseline) baseline=$2; shift 2 ;;
     -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -51,11 +54,18 @@ TOML
 job "" >"$work/off.toml"
 job $'[metrics]\nlatency_interval = "1s"' >"$work/on.toml"
 
-measure() { # FILE -> "cpu wall"
+measure() { # FILE [BINARY] -> "cpu wall"
   rm -rf "$work/out"
-  /usr/bin/time -f "%U %S %e" -o "$work/time" "$streamctl" run "$1" 2>/dev/null
+  /usr/bin/time -f "%U %S %e" -o "$work/time" "${2:-$streamctl}" run "$1" 2>/dev/null
   awk '{ printf "%.2f %.2f\n", $1 + $2, $3 }' "$work/time"
 }
+if [[ -n $baseline ]]; then
+  printf "%-6s %-28s %-28s\n" run "metrics: cpu s, wall s" "baseline: cpu s, wall s"
+  for k in $(seq "$runs"); do
+    printf "%-6s %-28s %-28s\n" "$k" "$(measure "$work/off.toml")" "$(measure "$work/off.toml" "$baseline")"
+  done
+  exit 0
+fi
 printf "%-6s %-28s %-28s\n" run "markers off: cpu s, wall s" "markers every 1 s: cpu s, wall s"
 for k in $(seq "$runs"); do
   printf "%-6s %-28s %-28s\n" "$k" "$(measure "$work/off.toml")" "$(measure "$work/on.toml")"
