@@ -62,8 +62,7 @@ wait_for_text "$WORK/chaos.log" "records flowing"
 kills=0
 while kill -0 $pid 2>/dev/null && ((kills < 8)); do
   sleep "0.$((RANDOM % 5 + 3))"
-  victim=$(pgrep -f -- "worker --job-dir $STREAMCTL_STATE_DIR" | shuf -n 1 || true)
-  [[ -n "$victim" ]] && kill -9 "$victim" 2>/dev/null && kills=$((kills + 1))
+  kill_worker && kills=$((kills + 1))
 done
 set +e; wait $pid; code=$?; set -e
 restarts=$(grep -c "restarting the job" "$WORK/chaos.log" || true)
@@ -118,8 +117,7 @@ pid=$!
 wait_for_text "$WORK/alo.log" "records flowing"
 for _ in 1 2 3; do
   sleep 0.4
-  victim=$(pgrep -f -- "worker --job-dir $STREAMCTL_STATE_DIR" | shuf -n 1 || true)
-  [[ -n "$victim" ]] && kill -9 "$victim" 2>/dev/null || true
+  kill_worker || true
 done
 set +e; wait $pid; code=$?; set -e
 assert_eq 0 "$code" "exit code of an at-least-once job after kills"

@@ -82,8 +82,7 @@ for try in 1 2 3 4 5; do
   wait_for_text "$WORK/chaos$try.log" "records flowing"
   while kill -0 $pid 2>/dev/null && ((kills < 2)); do
     sleep "0.$((RANDOM % 9 + 1))"
-    victim=$(pgrep -f -- "worker --job-dir $STREAMCTL_STATE_DIR/jobs/chaos$try" | shuf -n 1 --random-source=<(yes $RANDOM) || true)
-    [[ -n "$victim" ]] && kill -9 "$victim" 2>/dev/null && kills=$((kills + 1))
+    kill_worker chaos$try && kills=$((kills + 1))
   done
   set +e; wait $pid; code=$?; set -e
   assert_eq 0 "$code" "exit code after $kills kill(s)"

@@ -89,8 +89,7 @@ for try in 1 2 3 4 5; do
   wait_for_text "$WORK/chaos$try.log" "records flowing"
   while kill -0 $pid 2>/dev/null && ((kills < 3)); do
     sleep "0.$((RANDOM % 8))"
-    victim=$(pgrep -f -- "worker --job-dir $STREAMCTL_STATE_DIR" | head -1 || true)
-    [[ -n "$victim" ]] && kill -9 "$victim" 2>/dev/null && kills=$((kills + 1))
+    kill_worker && kills=$((kills + 1))
   done
   set +e; wait $pid; code=$?; set -e
   assert_eq 0 "$code" "exit code of a shedding job that survived $kills kill(s) ($(tail -3 "$WORK/chaos$try.log"))"

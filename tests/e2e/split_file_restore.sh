@@ -89,8 +89,7 @@ for try in 1 2 3 4 5 6 7 8; do
   while kill -0 $pid 2>/dev/null && ((kills < 4)); do
     sleep "$first_sleep"
     first_sleep="0.$((RANDOM % 4 + 1))"
-    victim=$(pgrep -f -- "worker --job-dir $STREAMCTL_STATE_DIR" | sort | sed -n "$((RANDOM % 3 + 1))p" || true)
-    [[ -n "$victim" ]] && kill -9 "$victim" 2>/dev/null && kills=$((kills + 1))
+    kill_worker && kills=$((kills + 1))
   done
   set +e; wait $pid; code=$?; set -e
   echo "try $try: killed $kills worker(s); the job restarted $(grep -c "restarting the job" "$WORK/$chaos.log" || true) time(s)"

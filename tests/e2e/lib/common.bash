@@ -53,6 +53,15 @@ for l in sys.stdin:
     if l: print(json.dumps(json.loads(l), sort_keys=True))' | sort
 }
 
+# kill_worker [JOB_ID]: kill -9 one worker of this test's jobs (of JOB_ID's when given), drawn
+# with $RANDOM so that a seeded test repeats its choice. Status 1 when no worker was running.
+kill_worker() {
+  local workers
+  mapfile -t workers < <(pgrep -f -- "worker --job-dir $STREAMCTL_STATE_DIR${1:+/jobs/$1}" | sort -n || true)
+  ((${#workers[@]} > 0)) || return 1
+  kill -9 "${workers[RANDOM % ${#workers[@]}]}" 2>/dev/null
+}
+
 # No process of this test (workers carry the state dir in their command line) is left.
 assert_no_processes_left() {
   local left
