@@ -102,9 +102,15 @@ kill -9 "$victim"
 wait_for_text "$log" "restarting" 30
 before=$(wc -l <"$WORK/long-out")
 deadline=$((SECONDS + 20))
+# 100 more lines, or fewer when the job finished first (a slow restart, as under the
+# sanitizers, leaves less input): then it must have printed after the restart and ended with
+# the job, not at the restart.
 until (($(wc -l <"$WORK/long-out") > before + 100)); do
   ((SECONDS < deadline)) || fail "the tap printed nothing after the restart (had $before lines)"
-  kill -0 $tap_pid 2>/dev/null || fail "the tap ended at the restart: $(cat "$WORK/long-err")"
+  if ! kill -0 $tap_pid 2>/dev/null; then
+    grep -qF "has ended (finished)" "$WORK/long-err" && (($(wc -l <"$WORK/long-out") > before)) && break
+    fail "the tap ended at the restart: $(cat "$WORK/long-err")"
+  fi
   sleep 0.2
 done
 set +e; timeout 60 tail --pid=$tap_pid -f /dev/null; wait $tap_pid; code=$?; set -e
