@@ -5,6 +5,7 @@
 #include <csignal>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "state/batch.hpp"
 #include "state/error.hpp"
@@ -76,7 +77,25 @@ std::optional<JobEntry> read_job(const std::filesystem::path& dir) {
 
 } // namespace
 
-bool process_alive(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
+bool process_alive(long pid) {
+  if (pid <= 0 || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM)) return false;
+  // /proc/PID/stat: "PID (COMM) STATE ..."; COMM may hold spaces and parentheses, so the state
+  // is the first field after the last ')'.
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true; // no /proc: kill(2) said it exists
+  auto close = line.rfind(')');
+  return close == std::string::npos || close + 2 >= line.size() || line[close + 2] != 'Z';
+}
+
+bool wait_for_exit(long pid, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (process_alive(pid)) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
 
 std::vector<JobEntry> list_jobs(const std::filesystem::path& state_dir) {
   std::vector<JobEntry> jobs;

@@ -2,6 +2,7 @@
 // The jobs registered under a state dir, as `streamctl list` and the commands that take a JOB
 // see them: read from each STATE_DIR/jobs/ID/job.json (written by JobRegistration).
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -41,8 +42,13 @@ struct JobEntry {
   std::vector<std::string> warnings;
 };
 
-// Whether a process of this pid exists (a dead worker's pid may be another process's later).
+// Whether a process of this pid exists and has not exited (a dead worker's pid may be another
+// process's later). A zombie, exited but not yet reaped (a detached coordinator's parent may be
+// an init that reaps late), counts as exited.
 bool process_alive(long pid);
+
+// Waits until process `pid` has exited, polling, up to `timeout`; whether it has.
+bool wait_for_exit(long pid, std::chrono::milliseconds timeout);
 
 // Every job of the state dir, oldest first; unreadable entries are skipped.
 std::vector<JobEntry> list_jobs(const std::filesystem::path& state_dir);

@@ -12,7 +12,13 @@ run_expect 0 "$STREAMCTL" savepoint "$first"
 run_expect 0 "$STREAMCTL" rescale "$first" --parallelism 2
 lines=$(wc -l <"$STREAMCTL_STATE_DIR/jobs/$first/stdout")
 wait_for_lines "$STREAMCTL_STATE_DIR/jobs/$first/stdout" $((lines + 20)) 60 # windows after the rescale
+coordinator=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["coordinator_pid"])' \
+  "$STREAMCTL_STATE_DIR/jobs/$first/job.json")
 run_expect 0 "$STREAMCTL" stop "$first"
+# stop returns when the job has ended, so the next run finds its lock free.
+if kill -0 "$coordinator" 2>/dev/null && [[ $(awk '{print $3}' "/proc/$coordinator/stat" 2>/dev/null) != Z ]]; then
+  fail "stop returned while the job's coordinator (pid $coordinator) still runs"
+fi
 stopped_at=$(cat "$WORK/out")
 [[ -d $stopped_at ]] || fail "stop printed '$stopped_at', not a directory"
 
