@@ -35,7 +35,7 @@ for k in range(0, len(data), step):
 PY
 }
 
-feed | "$STREAMCTL" -v run "$WORK/job.toml" >"$WORK/first.out" 2>"$WORK/first.log" &
+feed | "$STREAMCTL" -vv run "$WORK/job.toml" >"$WORK/first.out" 2>"$WORK/first.log" &
 pid=$!
 wait_for_text "$WORK/first.log" "checkpoint 1 complete"
 run_expect 0 "$STREAMCTL" stop reloc
