@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "harness.hpp"
@@ -534,6 +535,29 @@ TEST_CASE("a savepoint's stdin position replays without the spool file", "[rewin
     expected.insert(expected.end(), more.begin(), more.end());
     CHECK(all == expected);
   }
+}
+
+// A savepoint holds the unread spool bytes in memory: the spool must not run far ahead of the
+// reader however much the input has ready (here a 40 MB file, read one record per poll).
+TEST_CASE("the spool runs at most about 16 MiB ahead of what the source has read", "[rewind]") {
+  TempDir checkpoints;
+  Harness hs("name = \"t\"\n[sources.in]\ntype = \"stdin\"\n[sinks.out]\ntype = \"stdout\"\ninputs = [\"in\"]\n");
+  std::string line = R"({"n":1,"pad":")" + std::string(80, 'x') + "\"}\n";
+  std::string text;
+  while (text.size() < (40u << 20)) text += line;
+  write_file(checkpoints.path / "input.jsonl", text);
+  int fd = ::open((checkpoints.path / "input.jsonl").c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  {
+    SourceRun run(hs, "in", 0, 1, nullptr, checkpoints.path / "spool", fd, "job-1");
+    run.poll(40, 1);
+    REQUIRE_FALSE(run.records.empty());
+    auto spooled = fs::file_size(checkpoints.path / "spool" / "stdin-in.job-1.spool");
+    CHECK(spooled >= (16u << 20));
+    CHECK(spooled <= (22u << 20)); // 16 MiB ahead, one pump (4 MiB), what the reader buffers
+    CHECK(run.savepoint_position().size() <= (22u << 20));
+  }
+  ::close(fd);
 }
 
 namespace {
