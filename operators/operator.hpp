@@ -186,6 +186,11 @@ public:
   // deletes a spool file once no retained checkpoint needs it. Called right after
   // snapshot_position().
   virtual std::vector<std::string> referenced_files() const { return {}; }
+  // The same for a savepoint, which may be moved elsewhere and outlive the job's files: the
+  // position must carry whatever it needs to replay (a spooled source: the spool bytes it has
+  // not emitted), and referenced_files() afterwards names nothing. Sources that need no file
+  // of their own to rewind write their usual position.
+  virtual void snapshot_self_contained_position(std::string& out) const { snapshot_position(out); }
   // The run ends with a savepoint at the end of input (`run --savepoint-on-exit`), and the
   // next run goes on from it: input that may still be incomplete (a line being appended to a
   // file) is left for that run. Called before the first poll.

@@ -112,6 +112,26 @@ Result<std::unique_ptr<Spool>> Spool::create_from_tail(const std::filesystem::pa
   return open(dir, name);
 }
 
+Result<std::unique_ptr<Spool>> Spool::create_from_bytes(const std::filesystem::path& dir, const std::string& name,
+                                                        std::string_view bytes) {
+  make_spool_directory(dir);
+  std::filesystem::path temporary = dir / (name + ".tmp");
+  int out = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out < 0) return fail("cannot create spool file '" + temporary.string() + "': " + std::strerror(errno));
+  std::string error;
+  if (!pwrite_all(out, bytes.data(), bytes.size(), 0))
+    error = "cannot write spool file '" + temporary.string() + "': " + std::strerror(errno);
+  if (error.empty() && ::fsync(out) != 0) error = "cannot fsync '" + temporary.string() + "': " + std::strerror(errno);
+  ::close(out);
+  if (error.empty() && ::rename(temporary.c_str(), (dir / name).c_str()) != 0)
+    error = "cannot rename '" + temporary.string() + "': " + std::strerror(errno);
+  if (!error.empty()) {
+    ::unlink(temporary.c_str());
+    return fail(error);
+  }
+  return open(dir, name);
+}
+
 Spool::~Spool() {
   if (fd_ >= 0) ::close(fd_);
 }
@@ -214,6 +234,27 @@ int Spool::open_reader() const {
   int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail_io("cannot open", path_);
   return fd;
+}
+
+std::string Spool::read_from(std::uint64_t offset) const {
+  std::string out;
+  if (offset >= size_) return out;
+  out.resize(static_cast<std::size_t>(size_ - offset));
+  int fd = open_reader();
+  std::size_t done = 0;
+  while (done < out.size()) {
+    ssize_t n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int saved = n < 0 ? errno : EIO; // shorter than written: someone truncated it
+      ::close(fd);
+      errno = saved;
+      fail_io("cannot read", path_);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  return out;
 }
 
 } // namespace streamctl::operators

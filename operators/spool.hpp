@@ -37,6 +37,10 @@ public:
   // only once complete. Fails when `from` is missing or shorter than `offset`.
   static Result<std::unique_ptr<Spool>> create_from_tail(const std::filesystem::path& dir, const std::string& name,
                                                          const std::filesystem::path& from, std::uint64_t offset);
+  // Creates spool file `name` in `dir` holding `bytes` (a savepoint's copy of another run's
+  // unread tail), the same way: the file exists only once complete and durable.
+  static Result<std::unique_ptr<Spool>> create_from_bytes(const std::filesystem::path& dir, const std::string& name,
+                                                          std::string_view bytes);
   ~Spool();
   Spool(const Spool&) = delete;
   Spool& operator=(const Spool&) = delete;
@@ -60,6 +64,8 @@ public:
   void sync() const;
   // A new read-only descriptor on the file, at offset 0; the caller closes it.
   int open_reader() const;
+  // Bytes [offset, size()) of the file. Throws Error(JobFailed) when it cannot read them.
+  std::string read_from(std::uint64_t offset) const;
 
   // A file name is safe to resolve in the checkpoint directory: no '/', not "." or "..".
   static bool valid_name(const std::string& name);

@@ -12,11 +12,18 @@
 namespace streamctl::operators {
 
 namespace {
+// Version 1: periodic checkpoints (and savepoints of older releases); version 2, the same
+// followed by the unread spool bytes: savepoints.
 constexpr std::uint8_t kPositionVersion = 1;
+constexpr std::uint8_t kSelfContainedVersion = 2;
 
 // Bytes moved from the input to the spool per poll at most, so a fast producer cannot keep a
 // poll from returning.
 constexpr std::size_t kPumpBytes = 4 << 20;
+// Bytes the spool may hold beyond what the reader has read before the input is left to wait
+// (in its pipe, socket or child): a savepoint copies the unread bytes into its position, in
+// memory, so they must stay few however fast the input comes and slowly records go.
+constexpr std::uint64_t kMaxAhead = 16 << 20;
 
 // Names a position in another run's spool file (FNV-1a of its name and offset): the copy of
 // its tail that this run reads.
@@ -57,7 +64,7 @@ SourceStatus SpooledLineSource::poll(state::Batch& out, std::size_t max_records)
     pipe_write_fd_ = ends[1];
   }
   flush_pending();
-  if (!input_ended_ && !backlogged() && pump_input(kPumpBytes)) input_ended_ = true;
+  if (!input_ended_ && !backlogged() && !spool_far_ahead() && pump_input(kPumpBytes)) input_ended_ = true;
   flush_pending();
   auto status = LineSource::poll(out, max_records);
   // The pipe was drained but bytes still wait for room in it: there is more right away.
@@ -105,21 +112,38 @@ void SpooledLineSource::flush_pending() {
   }
 }
 
-void SpooledLineSource::snapshot_position(std::string& out) const {
+bool SpooledLineSource::spool_far_ahead() const {
+  if (!spool_ || reader_fd_ < 0) return false;
+  off_t read = ::lseek(reader_fd_, 0, SEEK_CUR);
+  return read >= 0 && spool_->size() > static_cast<std::uint64_t>(read) + kMaxAhead;
+}
+
+void SpooledLineSource::write_position(std::string& out, bool self_contained) const {
+  self_contained_ = false;
   if (spooling() && !spool_) return; // nothing read: restores as a fresh source
   auto live = current_progress();
   const LineProgress& at = live ? *live : consumed_ ? final_ : start_;
   if (spool_) spool_->sync();
-  PositionWriter w(out, kPositionVersion, static_cast<std::uint8_t>(letter_));
+  self_contained_ = self_contained && spool_ != nullptr;
+  PositionWriter w(out, self_contained_ ? kSelfContainedVersion : kPositionVersion, static_cast<std::uint8_t>(letter_));
   w.u8(spool_ ? 1 : 0);
   w.str(spool_ ? spool_->name() : std::string());
   w.u64(at.offset);
   w.u64(at.line);
   w.str(at.header);
+  // Why in the position, not a file beside the snapshot: the snapshot file is already
+  // checksummed (a damaged copy is refused, exit 3), sent to the coordinator with storage =
+  // "coordinator", checked by `snapshot verify` and moved with its directory; _metadata and
+  // older readers need no change. The bytes are few (kMaxAhead, plus the line in hand).
+  if (self_contained_) w.str(spool_->read_from(at.offset));
 }
 
+void SpooledLineSource::snapshot_position(std::string& out) const { write_position(out, false); }
+
+void SpooledLineSource::snapshot_self_contained_position(std::string& out) const { write_position(out, true); }
+
 std::vector<std::string> SpooledLineSource::referenced_files() const {
-  if (!spool_) return {};
+  if (!spool_ || self_contained_) return {};
   return {spool_->name()};
 }
 
@@ -131,7 +155,8 @@ SpooledLineSource::restore_position(const std::vector<std::string_view>& old_sub
                 std::to_string(old_subtasks.size()));
   if (old_subtasks[0].empty()) return {}; // nothing was read
   PositionReader r(old_subtasks[0], what);
-  if (auto ok = r.header(kPositionVersion, static_cast<std::uint8_t>(letter_)); !ok) return ok;
+  auto version = r.header(kPositionVersion, kSelfContainedVersion, static_cast<std::uint8_t>(letter_));
+  if (!version) return Failure{version.error()};
   auto spooled = r.u8();
   if (!spooled) return Failure{spooled.error()};
   auto name = r.str(4096);
@@ -142,6 +167,12 @@ SpooledLineSource::restore_position(const std::vector<std::string_view>& old_sub
   if (!line) return Failure{line.error()};
   auto header = r.str();
   if (!header) return Failure{header.error()};
+  std::optional<std::string> tail; // version 2: bytes [offset, end) of the spool, copied
+  if (*version == kSelfContainedVersion) {
+    auto bytes = r.str(r.remaining());
+    if (!bytes) return Failure{bytes.error()};
+    tail = std::move(*bytes);
+  }
   if (auto ok = r.end(); !ok) return ok;
   if (*spooled > 1) return r.failure("bad spooled flag");
   if (*spooled == 0)
@@ -153,7 +184,10 @@ SpooledLineSource::restore_position(const std::vector<std::string_view>& old_sub
     return fail(what + ": no checkpoint directory to find spool file '" + *name + "' in");
   const std::filesystem::path& dir = ctx_.checkpoint_dir;
   std::error_code ec;
-  if (Spool::run_of(*name) == run_tag()) {
+  // This run's own file goes on past the snapshot (what was read after it), so it is read even
+  // when the position has a copy; the copy serves another run, or this run's file deleted.
+  bool own_file = Spool::run_of(*name) == run_tag();
+  if (own_file && (!tail || std::filesystem::exists(dir / *name, ec))) {
     if (!std::filesystem::exists(dir / *name, ec))
       return fail(what + ": spool file '" + (dir / *name).string() + "' is missing");
     spool_ = Spool::open(dir, *name);
@@ -167,6 +201,10 @@ SpooledLineSource::restore_position(const std::vector<std::string_view>& old_sub
   std::string copy = Spool::file_name(spool_prefix(), run_tag(), origin_of(*name, *offset));
   if (std::filesystem::exists(dir / copy, ec)) {
     spool_ = Spool::open(dir, copy);
+  } else if (tail) {
+    auto created = Spool::create_from_bytes(dir, copy, *tail);
+    if (!created) return fail(what + ": " + created.error());
+    spool_ = std::move(*created);
   } else {
     auto created = Spool::create_from_tail(dir, copy, dir / *name, *offset);
     if (!created) return fail(what + ": " + created.error());

@@ -20,6 +20,16 @@
 //   u64 line      lines consumed (bad-record line numbers go on from it)
 //   str header    the csv header line consumed, empty when none
 //
+// Version 2 (a savepoint: snapshot_self_contained_position) is version 1 followed by
+//
+//   str tail      bytes [offset, end) of the spool file, end being what had been read from
+//                 the input when the barrier passed: what the position still needs
+//
+// so that the savepoint replays without the spool file (moved elsewhere, or the file
+// deleted), and names no spool file to keep (referenced_files). Checkpoints stay version 1:
+// cheap, they refer to the spool. Both versions are read. The spool runs at most about
+// kMaxAhead (16 MiB) ahead of the reader, so the tail stays small.
+//
 // An empty position means nothing was read yet: it restores as a fresh source.
 //
 // Which spool file a source reads (Spool::file_name gives the layout; PREFIX is
@@ -31,7 +41,8 @@
 // - restored from a position in a file of this run: that file, from the position's offset,
 //   appending what the input holds now. Appending changes no byte a position points at.
 // - restored from a position in another run's file (a savepoint, --resume): a copy of that
-//   file's unread tail, PREFIX.RUN.ORIGIN.spool, from offset 0, made once per run and
+//   file's unread tail (taken from the position's `tail` when it has one, else from the
+//   file), PREFIX.RUN.ORIGIN.spool, from offset 0, made once per run and
 //   position so that every attempt of the run reads the same bytes; the other file is
 //   left as it is, for the next restore of the same snapshot.
 
@@ -55,6 +66,7 @@ public:
   SourceStatus poll(state::Batch& out, std::size_t max_records) override;
   int readiness_fd() const override;
   void snapshot_position(std::string& out) const override;
+  void snapshot_self_contained_position(std::string& out) const override;
   std::vector<std::string> referenced_files() const override;
   Result<void> restore_position(const std::vector<std::string_view>& old_subtasks) override;
 
@@ -92,6 +104,9 @@ protected:
 private:
   static constexpr std::size_t kMaxPending = 4 << 20;
   void start_spool();
+  void write_position(std::string& out, bool self_contained) const;
+  // The spool holds more than kMaxAhead bytes the reader has not read: pump no more for now.
+  bool spool_far_ahead() const;
   void flush_pending();
   const std::string& run_tag() const;
   std::string spool_prefix() const;
@@ -105,6 +120,7 @@ private:
   mutable std::string run_tag_;
   bool input_ended_ = false;
   bool consumed_ = false; // the input was opened (and maybe read to its end)
+  mutable bool self_contained_ = false; // the last position written carries its spool bytes
   LineProgress start_;    // where reading starts in the spool
   LineProgress final_;    // where it ended
 };

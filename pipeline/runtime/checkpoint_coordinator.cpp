@@ -80,7 +80,10 @@ bool CheckpointCoordinator::trigger(Request request) {
   transport::ControlMessage message{"TRIGGER", {}};
   message.set("checkpoint", std::to_string(id))
       .set("dir", request.dir.string())
-      .set("stop", request.stop_after ? "1" : "0");
+      .set("stop", request.stop_after ? "1" : "0")
+      // A savepoint must not need the job's spool files: sources copy what they still need
+      // into their position (spooled_line_source.hpp).
+      .set("savepoint", request.savepoint ? "1" : "0");
   if (request.final) message.set("final", "1");
   std::string dir = request.dir.string();
   bool every_task = request.final;

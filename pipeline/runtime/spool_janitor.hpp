@@ -6,7 +6,8 @@
 //
 // A spool file is needed, and kept, while
 // - a completed checkpoint (chk-N with _metadata) or a savepoint under CHECKPOINT_DIR/NAME
-//   lists it in a task's `spool_files` (checkpoint_metadata.hpp);
+//   lists it in a task's `spool_files` (checkpoint_metadata.hpp; savepoints of this version
+//   list none: their positions carry the spool bytes they need, spooled_line_source.hpp);
 // - the run is live (it may still restart): it belongs to the run (Spool::run_of is the run's
 //   tag: an attempt restarted from the beginning reads it again), or the snapshot the run
 //   restores from lists it (that snapshot may lie outside the root);

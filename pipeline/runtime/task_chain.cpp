@@ -176,13 +176,14 @@ std::vector<std::string> TaskChain::node_names() const {
   return names;
 }
 
-std::vector<SnapshotSegment> TaskChain::snapshot(std::uint64_t checkpoint_id) {
+std::vector<SnapshotSegment> TaskChain::snapshot(std::uint64_t checkpoint_id, bool savepoint) {
   std::vector<SnapshotSegment> segments;
   const std::size_t offset = source_ ? 1 : 0;
   auto name_of = [&](std::size_t chain_position) { return spec_.nodes[node_indices_[chain_position]].name; };
   if (source_) {
     SnapshotSegment s{name_of(0), state::SegmentKind::SourcePosition, state::no_key_group, {}};
-    source_->snapshot_position(s.bytes);
+    if (savepoint) source_->snapshot_self_contained_position(s.bytes);
+    else source_->snapshot_position(s.bytes);
     segments.push_back(std::move(s));
   }
   for (std::size_t k = 0; k < operators_.size(); ++k) {

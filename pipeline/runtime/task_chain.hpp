@@ -94,7 +94,9 @@ public:
   // The chain's state for checkpoint `checkpoint_id`, between batches: the source's
   // position, each operator's key groups and subtask state, and the sink's pre-commit (which
   // closes its output in progress, so it is called once per checkpoint).
-  std::vector<SnapshotSegment> snapshot(std::uint64_t checkpoint_id);
+  // `savepoint`: the source writes a self-contained position (Source::
+  // snapshot_self_contained_position), which needs no file outside the snapshot.
+  std::vector<SnapshotSegment> snapshot(std::uint64_t checkpoint_id, bool savepoint = false);
   // The checkpoint `checkpoint_id` completed: the sink publishes what it prepared for it.
   void commit(std::uint64_t checkpoint_id);
   // Before the first record: takes this subtask's share of the state in `restore`. Throws

@@ -416,14 +416,16 @@ private:
     while (!triggers_.empty()) {
       Trigger t = std::move(triggers_.front());
       triggers_.pop_front();
-      take_checkpoint(t.barrier);
+      take_checkpoint(t.barrier, t.savepoint);
       if (t.stop) source_halted_ = true;
     }
   }
 
   // The chain's state goes to the background writer; the barrier goes downstream after
   // everything emitted before it.
-  void take_checkpoint(const transport::BarrierPayload& barrier, bool pass_barrier_on = true) {
+  // `savepoint`: the source's position must not need the job's spool files (only a source
+  // task is told; the others' snapshots are the same either way).
+  void take_checkpoint(const transport::BarrierPayload& barrier, bool savepoint = false, bool pass_barrier_on = true) {
     auto start = Clock::now();
     CheckpointTiming& timing = checkpoint_timing_[barrier.checkpoint_id];
     timing.started = first_barrier_at_.value_or(start);
@@ -443,7 +445,7 @@ private:
     job.header.parallelism = static_cast<std::uint32_t>(job_->plan.chains[static_cast<std::size_t>(task_.chain)].parallelism);
     job.header.key_groups = chain_->key_groups();
     job.header.chain_nodes = chain_->node_names();
-    job.segments = chain_->snapshot(barrier.checkpoint_id);
+    job.segments = chain_->snapshot(barrier.checkpoint_id, savepoint);
     if (const operators::Source* source = chain_->source())
       referenced_files_[barrier.checkpoint_id] = source->referenced_files();
     if (!snapshot_writer_) snapshot_writer_ = std::make_unique<AsyncSnapshotWriter>(uploader_.get());
@@ -515,7 +517,7 @@ private:
       if (message && message->type == "RELEASE") return;
       if (message) handle_control(*message);
       if (final_trigger_) {
-        take_checkpoint(*final_trigger_, /*pass_barrier_on=*/false);
+        take_checkpoint(*final_trigger_, final_trigger_savepoint_, /*pass_barrier_on=*/false);
         final_trigger_.reset();
       }
     }
@@ -667,6 +669,7 @@ private:
       barrier.checkpoint_id = static_cast<std::uint64_t>(message.get_int("checkpoint", 0));
       barrier.directory = message.get("dir");
       if (barrier.checkpoint_id > 0 && !barrier.directory.empty()) final_trigger_ = std::move(barrier);
+      final_trigger_savepoint_ = message.get("savepoint") == "1";
       return;
     }
     if (message.type == "TRIGGER" && chain_ && chain_->source() != nullptr) {
@@ -674,6 +677,7 @@ private:
       t.barrier.checkpoint_id = static_cast<std::uint64_t>(message.get_int("checkpoint", 0));
       t.barrier.directory = message.get("dir");
       t.stop = message.get("stop") == "1";
+      t.savepoint = message.get("savepoint") == "1";
       if (t.barrier.checkpoint_id > 0 && !t.barrier.directory.empty()) triggers_.push_back(std::move(t));
     }
     if (message.type == "COMMIT" && chain_) chain_->commit(static_cast<std::uint64_t>(message.get_int("checkpoint", 0)));
@@ -711,9 +715,11 @@ private:
   struct Trigger {
     transport::BarrierPayload barrier;
     bool stop = false; // a savepoint that stops the job: the source emits nothing after it
+    bool savepoint = false;
   };
   std::deque<Trigger> triggers_;
   std::optional<transport::BarrierPayload> final_trigger_; // the job's final checkpoint
+  bool final_trigger_savepoint_ = false;                   // ... is a savepoint
   std::unique_ptr<StagingDir> staging_;             // storage = "coordinator": files before upload
   std::unique_ptr<SnapshotUploader> uploader_;      // ... and what sends them
   std::unique_ptr<AsyncSnapshotWriter> snapshot_writer_; // uses the two above

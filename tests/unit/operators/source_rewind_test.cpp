@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "harness.hpp"
@@ -62,6 +63,11 @@ struct SourceRun {
   std::string position() const {
     std::string out;
     source->snapshot_position(out);
+    return out;
+  }
+  std::string savepoint_position() const {
+    std::string out;
+    source->snapshot_self_contained_position(out);
     return out;
   }
 
@@ -492,6 +498,66 @@ TEST_CASE("a stdin position whose spool file was deleted is refused, naming the 
     REQUIRE_FALSE(restored.ok());
     CHECK_THAT(restored.error(), Catch::Contains("stdin-in.job-1.spool"));
   }
+}
+
+// Issue 12: a savepoint's position carries the spool bytes it still needs, so it restores in
+// another run with the spool file gone (the savepoint moved to another machine), and names no
+// spool file for the janitor to keep.
+TEST_CASE("a savepoint's stdin position replays without the spool file", "[rewind]") {
+  TempDir checkpoints, elsewhere;
+  Harness hs("name = \"t\"\n[sources.in]\ntype = \"stdin\"\n[sinks.out]\ntype = \"stdout\"\ninputs = [\"in\"]\n");
+  Pipe in;
+  in.write(numbered_lines(0, 40));
+  std::vector<std::string> position;
+  std::vector<std::string> before;
+  {
+    SourceRun first(hs, "in", 0, 1, nullptr, checkpoints.path, in.fds[0], "job-1");
+    for (int k = 0; k < 50 && first.records.size() < 12; ++k) first.poll(1, 3);
+    REQUIRE(first.records.size() == 12);
+    position.push_back(first.savepoint_position());
+    CHECK(first.source->referenced_files().empty());
+    CHECK(first.position().size() < position[0].size()); // a checkpoint's refers to the spool
+    CHECK(first.source->referenced_files() == std::vector<std::string>{"stdin-in.job-1.spool"});
+    before = first.records;
+    first.poll(5, 100); // emitted after the savepoint: lost with the run
+  }
+  fs::remove_all(checkpoints.path);
+  for (std::string run : {"job-2", "job-3"}) { // restored twice: the same replay
+    Pipe next;
+    next.write(numbered_lines(100, 110));
+    next.close_write();
+    SourceRun second(hs, "in", 0, 1, &position, elsewhere.path, next.fds[0], run);
+    second.drain(4);
+    std::vector<std::string> all = before;
+    all.insert(all.end(), second.records.begin(), second.records.end());
+    auto expected = numbered_records(0, 40);
+    auto more = numbered_records(100, 110);
+    expected.insert(expected.end(), more.begin(), more.end());
+    CHECK(all == expected);
+  }
+}
+
+// A savepoint holds the unread spool bytes in memory: the spool must not run far ahead of the
+// reader however much the input has ready (here a 40 MB file, read one record per poll).
+TEST_CASE("the spool runs at most about 16 MiB ahead of what the source has read", "[rewind]") {
+  TempDir checkpoints;
+  Harness hs("name = \"t\"\n[sources.in]\ntype = \"stdin\"\n[sinks.out]\ntype = \"stdout\"\ninputs = [\"in\"]\n");
+  std::string line = R"({"n":1,"pad":")" + std::string(80, 'x') + "\"}\n";
+  std::string text;
+  while (text.size() < (40u << 20)) text += line;
+  write_file(checkpoints.path / "input.jsonl", text);
+  int fd = ::open((checkpoints.path / "input.jsonl").c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  {
+    SourceRun run(hs, "in", 0, 1, nullptr, checkpoints.path / "spool", fd, "job-1");
+    run.poll(40, 1);
+    REQUIRE_FALSE(run.records.empty());
+    auto spooled = fs::file_size(checkpoints.path / "spool" / "stdin-in.job-1.spool");
+    CHECK(spooled >= (16u << 20));
+    CHECK(spooled <= (22u << 20)); // 16 MiB ahead, one pump (4 MiB), what the reader buffers
+    CHECK(run.savepoint_position().size() <= (22u << 20));
+  }
+  ::close(fd);
 }
 
 namespace {
