@@ -109,9 +109,11 @@ pid=$!
 wait_for_text "$WORK/recover.log" "records flowing"
 id=$(python3 -c 'import json, sys, glob
 for p in glob.glob(sys.argv[1] + "/jobs/recover-*/job.json"): print(json.load(open(p))["id"])' "$STREAMCTL_STATE_DIR")
+coordinator_kills=0
 for round in 1 2 3; do
   sleep "$((RANDOM % 2)).$((RANDOM % 10))"
   kill -9 $pid 2>/dev/null || break # it finished first: nothing more to kill
+  coordinator_kills=$((coordinator_kills + 1))
   wait $pid 2>/dev/null || true
   assert_no_processes_left
   "$STREAMCTL" -v restart "$id" 2>"$WORK/restart-$round.log" &
@@ -119,6 +121,8 @@ for round in 1 2 3; do
   wait_for_text "$WORK/restart-$round.log" "records flowing"
 done
 set +e; wait $pid; code=$?; set -e
+echo "killed the coordinator $coordinator_kills time(s); restarted from: $(grep -h "restarting job" "$WORK"/restart-*.log | grep -o "chk-[0-9]*" | tr '\n' ' ')"
+((coordinator_kills > 0)) || fail "the job ended before its coordinator could be killed"
 assert_eq 0 "$code" "exit code of the last restart ($(tail -n 3 "$WORK/restart-"*.log))"
 cat "$WORK/recovered"/part-* | canonical >"$WORK/recovered.txt"
 if ! cmp -s "$WORK/expected.txt" "$WORK/recovered.txt"; then
@@ -138,6 +142,7 @@ print(re.search(r"previous = \[\s*\x27([^\x27]+)\x27", open(sys.argv[1]).read())
   assert_contains "$WORK/err" "$(basename "$(dirname "$earlier")")/$(basename "$earlier"): missing"
   run_expect 3 "$STREAMCTL" run "$WORK/chaos.toml" --from-savepoint "$chk"
   assert_contains "$WORK/err" "builds on it"
+  echo "a restore of $(basename "$chk") without $earlier was refused"
 else
   echo "no incremental checkpoint was retained at the end: the missing-file check is skipped this time"
 fi
