@@ -176,7 +176,13 @@ void print_metadata(const runtime::CheckpointMetadata& m, const fs::path& dir, b
         state::append_json_string(t.nodes[n], out);
       }
       out += "],\"subtask\":" + std::to_string(t.subtask) + ",\"parallelism\":" + std::to_string(t.parallelism) +
-             ",\"bytes\":" + std::to_string(t.bytes) + "}";
+             ",\"bytes\":" + std::to_string(t.bytes) + ",\"previous\":[";
+      for (std::size_t n = 0; n < t.previous.size(); ++n) {
+        out += n ? ",{\"file\":" : "{\"file\":";
+        state::append_json_string(t.previous[n].path, out);
+        out += ",\"bytes\":" + std::to_string(t.previous[n].bytes) + "}";
+      }
+      out += "]}";
     }
     std::cout << out << "]}\n";
     return;
@@ -195,6 +201,8 @@ void print_metadata(const runtime::CheckpointMetadata& m, const fs::path& dir, b
     for (const auto& n : t.nodes) nodes += (nodes.empty() ? "" : " -> ") + n;
     std::cout << "  " << t.file << "  " << nodes << "[" << t.subtask << " of " << t.parallelism << "]  " << t.bytes
               << " bytes\n";
+    // An incremental checkpoint: the earlier checkpoints' files this task's state builds on.
+    for (const auto& p : t.previous) std::cout << "    builds on " << p.path << "  " << p.bytes << " bytes\n";
   }
 }
 
@@ -216,13 +224,19 @@ std::vector<fs::path> files_of(Context& ctx, const std::string& arg) {
     std::set<std::vector<std::string>> chains;
     for (const auto& t : restore->metadata().tasks) {
       listed.push_back(fs::path(arg) / t.file);
+      for (const auto& p : t.previous) listed.push_back((fs::path(arg) / p.path).lexically_normal());
       chains.insert(t.nodes);
     }
     if (!ctx.global.quiet)
       std::cout << (fs::path(arg) / runtime::kMetadataFile).string() << ": ok (version "
                 << restore->metadata().version << ", " << chains.size()
-                << (chains.size() == 1 ? " chain, " : " chains, ") << listed.size()
-                << (listed.size() == 1 ? " task" : " tasks") << ", every subtask once)" << std::endl;
+                << (chains.size() == 1 ? " chain, " : " chains, ") << restore->metadata().tasks.size()
+                << (restore->metadata().tasks.size() == 1 ? " task" : " tasks") << ", every subtask once"
+                << (listed.size() > restore->metadata().tasks.size()
+                        ? ", with " + std::to_string(listed.size() - restore->metadata().tasks.size()) +
+                              " files of earlier checkpoints"
+                        : std::string())
+                << ")" << std::endl;
     return listed;
   }
   report(ctx, (fs::path(arg) / runtime::kMetadataFile).string() +

@@ -110,6 +110,11 @@ public:
   // Appends the state of `key_group` (one this subtask owns) to `out`; appends nothing when
   // the group holds nothing.
   virtual void snapshot_key_group(std::uint32_t /*key_group*/, std::string& /*out*/) const {}
+  // Incremental checkpoints ([checkpoint] incremental): appends to `out` the key groups of
+  // this subtask whose snapshot_key_group may have changed since the last call, and forgets
+  // them (state/changed_groups.hpp). False: the operator does not keep track, and every group
+  // is written in every checkpoint.
+  virtual bool take_changed_key_groups(std::vector<std::uint32_t>& /*out*/) { return false; }
   // State that belongs to the subtask, not to a key group (a broadcast join's records);
   // appends nothing when there is none.
   virtual void snapshot_subtask_state(std::string& /*out*/) const {}

@@ -9,6 +9,7 @@
 #include "operators/field_reads.hpp"
 #include "operators/session_windows.hpp"
 #include "operators/toml_order.hpp"
+#include "state/changed_groups.hpp"
 #include "state/key_codec.hpp"
 #include "state/key_group.hpp"
 #include "state/keyed_map.hpp"
@@ -261,6 +262,7 @@ public:
       d.registered.assign(range_.size(), GroupTimer{INT64_MIN, INT64_MIN});
     }
     timers_.emplace(range_, max_parallelism_);
+    changed_ = state::ChangedGroups(range_);
   }
 
   void process(const state::Batch& in, state::Batch& out) override {
@@ -358,6 +360,11 @@ public:
       });
     }
     w.timers(*timers_, key_group);
+  }
+
+  bool take_changed_key_groups(std::vector<std::uint32_t>& out) override {
+    changed_.take(out);
+    return true;
   }
 
   Result<void> restore_key_group(std::uint32_t key_group, std::string_view data) override {
@@ -592,6 +599,7 @@ private:
            state::Batch& out) {
     Domain& d = domain(p.event);
     const std::string_view key(keys_.data() + p.key_begin, p.key_size);
+    changed_.mark(p.group);
     map_key_.clear();
     append_zigzag_varint(map_key_, start);
     map_key_.append(key);
@@ -621,6 +629,7 @@ private:
   // The timer of `group` at `time` for the windows that end at `end` went off.
   void fire(Domain& d, bool event, std::uint32_t group, std::int64_t time, std::int64_t end,
             state::Batch& out) {
+    changed_.mark(group); // its timer went, and its windows go or change
     GroupTimer& last = d.registered[group - range_.first];
     if (last == GroupTimer{time, end}) last = GroupTimer{INT64_MIN, INT64_MIN};
     const std::int64_t start = end - window_.size;
@@ -650,6 +659,7 @@ private:
   state::KeyGroupRange range_;
   Domain domains_[2];
   std::optional<state::TimerService> timers_;
+  state::ChangedGroups changed_; // since the last incremental checkpoint
   std::vector<Pending> pending_; // scratch, per batch
   std::string keys_;             // scratch: the key bytes of a batch, one after another
   std::string map_key_;          // scratch

@@ -1,10 +1,13 @@
 #include "pipeline/runtime/checkpoint_coordinator.hpp"
 
+#include "pipeline/runtime/incremental_snapshots.hpp"
+
 #include <ctime>
 
 #include "operators/wall_clock.hpp"
 #include "pipeline/runtime/checkpoint_metadata.hpp"
 #include "pipeline/runtime/checkpoint_restore.hpp"
+#include "pipeline/runtime/incremental_snapshots.hpp"
 #include "pipeline/runtime/utc_clock.hpp"
 #include "pipeline/spec/schema_check.hpp"
 #include "state/error.hpp"
@@ -116,12 +119,34 @@ void CheckpointCoordinator::on_ack(std::size_t task, const transport::ControlMes
   f.parallelism = chain.parallelism;
   f.bytes = static_cast<std::uint64_t>(m.get_int("bytes", 0));
   f.spool_files = decode_spool_files(m.get("spool_files"));
+  auto previous = decode_previous_files(m.get("previous"));
+  if (!previous) {
+    abort_pending(t.label + " named earlier files its snapshot builds on that are no checkpoint's", true);
+    return;
+  }
+  f.previous = std::move(*previous);
   f.counts = counts_of_task_ ? counts_of_task_(t, m.get("metrics")) : m.get("metrics");
   pending_->figures[task] = CheckpointFigures{pending_->id, static_cast<std::uint64_t>(m.get_int("duration_ms", 0)),
                                               static_cast<std::uint64_t>(m.get_int("alignment_ms", 0)), f.bytes};
   pending_->files[task] = std::move(f);
   if (++pending_->acked == workers_.size()) complete();
 }
+
+namespace {
+// The first `previous` file of `metadata` (to be written into `dir`) that is not there with
+// the size the task gave, as a message; empty when all are.
+std::string missing_previous_file(const std::filesystem::path& dir, const CheckpointMetadata& metadata) {
+  for (const auto& task : metadata.tasks)
+    for (const auto& previous : task.previous) {
+      std::error_code ec;
+      auto size = std::filesystem::file_size(dir / previous.path, ec);
+      if (ec || size != previous.bytes)
+        return "task '" + task.file + "' builds on " + (dir / previous.path).lexically_normal().string() +
+               ", which is no longer there as it was";
+    }
+  return {};
+}
+} // namespace
 
 void CheckpointCoordinator::on_decline(const TaskRuntime& task,
                                        const transport::ControlMessage& m) {
@@ -154,6 +179,15 @@ void CheckpointCoordinator::complete() {
   for (auto& f : p.files) {
     bytes += f->bytes;
     metadata.tasks.push_back(std::move(*f));
+  }
+  // An incremental snapshot builds on a checkpoint its task knew complete; a prune since then
+  // (a newer checkpoint completed before the task heard of it) may have deleted the files. The
+  // checkpoint is then given up, never completed with a reference that leads nowhere; the
+  // task's next one builds on the newer checkpoint.
+  if (std::string missing = missing_previous_file(r.dir, metadata); !missing.empty()) {
+    pending_ = std::move(p);
+    abort_pending(missing, true);
+    return;
   }
   if (auto ok = write_metadata(r.dir, metadata); !ok) {
     pending_ = std::move(p);

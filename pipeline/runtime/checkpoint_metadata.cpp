@@ -19,8 +19,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Version 2 added `chains` and the checksum line; version 1 is still read.
+// Version 2 added `chains` and the checksum line; version 3, a task's `previous` files
+// (incremental checkpoints), written only when there are some. Versions 1 and 2 are still read.
 constexpr std::int64_t kMetadataVersion = 2;
+constexpr std::int64_t kIncrementalMetadataVersion = 3;
+// A chain of deltas longer than this is not one streamctl wrote (full_every is at most 1000).
+constexpr std::size_t kMaxPreviousFiles = 1000;
 constexpr std::int64_t kMaxParallelismLimit = 32768;
 // More chains than this in one _metadata is not a plan streamctl made.
 constexpr std::int64_t kMaxChains = 1 << 20;
@@ -47,6 +51,7 @@ struct Completed {
   fs::path dir;
   std::int64_t created_at = 0;
   std::uint64_t id = 0;
+  std::vector<fs::path> previous; // files of earlier checkpoints it needs (lexically normal)
 };
 
 // A chk-N or savepoint-... directory whose _metadata exists but cannot be read.
@@ -80,7 +85,10 @@ Listing list_under(const fs::path& root, bool with_savepoints) {
     if (!(number || (with_savepoints && savepoint))) continue;
     auto metadata = read_metadata(entry.path());
     if (metadata) {
-      out.completed.push_back(Completed{entry.path(), metadata->created_at_ms, metadata->checkpoint_id});
+      Completed c{entry.path(), metadata->created_at_ms, metadata->checkpoint_id, {}};
+      for (const auto& task : metadata->tasks)
+        for (const auto& p : task.previous) c.previous.push_back((entry.path() / p.path).lexically_normal());
+      out.completed.push_back(std::move(c));
     } else {
       std::error_code exists;
       if (fs::exists(entry.path() / kMetadataFile, exists))
@@ -115,7 +123,46 @@ Result<std::vector<std::string>> read_spool_files(const toml::node* node) {
   return out;
 }
 
+// A task's optional `previous` and `previous_bytes` (version 3): "../chk-N/" and a task file
+// name each, N below `checkpoint_id` and rising; never a path that leaves the job's root.
+Result<std::vector<CheckpointTaskFile::PreviousFile>> read_previous(const toml::table& task, std::int64_t version,
+                                                                   std::uint64_t checkpoint_id) {
+  std::vector<CheckpointTaskFile::PreviousFile> out;
+  const toml::node* paths = task.get("previous");
+  const toml::node* sizes = task.get("previous_bytes");
+  if (paths == nullptr && sizes == nullptr) return out;
+  if (version < kIncrementalMetadataVersion) return fail("previous files in metadata of version " + std::to_string(version));
+  const toml::array* list = paths ? paths->as_array() : nullptr;
+  const toml::array* bytes = sizes ? sizes->as_array() : nullptr;
+  if (list == nullptr || bytes == nullptr || list->size() != bytes->size() || list->size() > kMaxPreviousFiles)
+    return fail("previous and previous_bytes are not two lists of the same length");
+  std::uint64_t last = 0;
+  for (std::size_t k = 0; k < list->size(); ++k) {
+    auto path = (*list)[k].value_exact<std::string>();
+    auto size = (*bytes)[k].value_exact<std::int64_t>();
+    if (!path) return fail("a previous file that is not a string");
+    auto n = previous_checkpoint_of(*path);
+    if (!n) return fail("previous file '" + *path + "' is not ../chk-N/chain-C-subtask-S.snap");
+    if (*n >= checkpoint_id || (k > 0 && *n <= last))
+      return fail("previous file '" + *path + "' is not of an earlier checkpoint than the one before it");
+    if (!size || *size < 0) return fail("bad previous_bytes for '" + *path + "'");
+    last = *n;
+    out.push_back({*path, static_cast<std::uint64_t>(*size)});
+  }
+  return out;
+}
+
 } // namespace
+
+std::optional<std::uint64_t> previous_checkpoint_of(std::string_view path) {
+  if (path.substr(0, 3) != "../") return std::nullopt;
+  path.remove_prefix(3);
+  auto slash = path.find('/');
+  if (slash == std::string_view::npos) return std::nullopt;
+  auto n = checkpoint_number(std::string(path.substr(0, slash)));
+  if (!n || !is_task_snapshot_file(path.substr(slash + 1))) return std::nullopt;
+  return n;
+}
 
 fs::path checkpoint_root(const pipeline::PipelineSpec& spec, const fs::path& state_dir) {
   fs::path base = state_dir / "checkpoints";
@@ -147,7 +194,8 @@ bool is_task_snapshot_file(std::string_view name) {
 Result<void> write_metadata(const fs::path& dir, const CheckpointMetadata& m) {
   toml::table root;
   root.insert("format", "streamctl-checkpoint");
-  root.insert("version", kMetadataVersion);
+  const bool incremental = std::any_of(m.tasks.begin(), m.tasks.end(), [](const auto& t) { return !t.previous.empty(); });
+  root.insert("version", incremental ? kIncrementalMetadataVersion : kMetadataVersion);
   root.insert("kind", m.kind);
   root.insert("job_name", m.job_name);
   root.insert("job_id", m.job_id);
@@ -173,6 +221,15 @@ Result<void> write_metadata(const fs::path& dir, const CheckpointMetadata& m) {
       task.insert("spool_files", std::move(spool));
     }
     if (!t.counts.empty()) task.insert("counts", t.counts);
+    if (!t.previous.empty()) {
+      toml::array paths, sizes;
+      for (const auto& p : t.previous) {
+        paths.push_back(p.path);
+        sizes.push_back(static_cast<std::int64_t>(p.bytes));
+      }
+      task.insert("previous", std::move(paths));
+      task.insert("previous_bytes", std::move(sizes));
+    }
     tasks.push_back(std::move(task));
   }
   root.insert("tasks", std::move(tasks));
@@ -210,9 +267,9 @@ Result<CheckpointMetadata> read_metadata(const fs::path& path) {
   if (root["format"].value_or(std::string()) != "streamctl-checkpoint")
     return bad("not a streamctl checkpoint metadata file");
   auto version = root["version"].value_exact<std::int64_t>();
-  if (!version || *version < 1 || *version > kMetadataVersion)
+  if (!version || *version < 1 || *version > kIncrementalMetadataVersion)
     return bad("metadata version " + (version ? std::to_string(*version) : std::string("(missing)")) +
-               " is not one this streamctl reads (1 or 2)");
+               " is not one this streamctl reads (1, 2 or 3)");
   if (*version >= 2 && !checked->has_checksum)
     return bad("no checksum line at its end (metadata version 2 always has one): it is damaged or was edited");
   CheckpointMetadata m;
@@ -279,6 +336,11 @@ Result<CheckpointMetadata> read_metadata(const fs::path& path) {
       return task_bad(spool.error());
     else
       f.spool_files = std::move(*spool);
+    if (auto previous = read_previous(*t, *version, m.checkpoint_id); !previous)
+      return task_bad(previous.error());
+    else
+      f.previous = std::move(*previous);
+    if (!f.previous.empty() && m.kind != "checkpoint") return task_bad("a savepoint with previous files");
     // Informative only (job_metrics.hpp): a damaged value is dropped, never a reason to refuse.
     f.counts = (*t)["counts"].value_or(std::string());
     m.tasks.push_back(std::move(f));
@@ -353,12 +415,33 @@ std::vector<std::string> prune_checkpoints(const fs::path& root, int retain, std
     if (n && n != in_flight && !fs::exists(entry.path() / kMetadataFile, exists) && !exists)
       doomed.push_back(entry.path());
   }
+  // What the retained checkpoints build on (incremental checkpoints) stays. The checkpoint
+  // being written now builds on the newest completed one, which is retained.
+  std::set<fs::path> needed;
+  for (std::size_t k = completed.size() > keep ? completed.size() - keep : 0; k < completed.size(); ++k)
+    needed.insert(completed[k].previous.begin(), completed[k].previous.end());
   for (const auto& dir : doomed) {
     std::error_code rm;
     // The metadata goes first: a half-deleted checkpoint must never look complete.
     fs::remove(dir / kMetadataFile, rm);
-    fs::remove_all(dir, rm);
-    if (rm) problems.push_back("cannot delete old checkpoint " + dir.string() + ": " + rm.message());
+    if (rm) {
+      problems.push_back("cannot delete old checkpoint " + dir.string() + ": " + rm.message());
+      continue;
+    }
+    bool kept = false;
+    for (const auto& entry : fs::directory_iterator(dir, rm)) {
+      if (needed.count(entry.path().lexically_normal())) {
+        kept = true;
+        continue;
+      }
+      std::error_code file_rm;
+      fs::remove_all(entry.path(), file_rm);
+      if (file_rm) problems.push_back("cannot delete " + entry.path().string() + ": " + file_rm.message());
+    }
+    if (!kept) fs::remove(dir, rm);
+    // Gone already is what was wanted.
+    if (rm && rm != std::errc::no_such_file_or_directory)
+      problems.push_back("cannot delete old checkpoint " + dir.string() + ": " + rm.message());
   }
   return problems;
 }

@@ -32,6 +32,10 @@
 //   counts = "ok:10:7:0:0:0"            # optional: the task's record counters at the barrier
 //                                       # (job_metrics.hpp); metrics only, never checked
 //   subtask = 1
+//   previous = ["../chk-5/chain-0-subtask-1.snap", "../chk-6/chain-0-subtask-1.snap"]
+//   previous_bytes = [1200, 340]        # version 3 only, optional (incremental checkpoints):
+//                                       # the files of earlier checkpoints of the same task
+//                                       # this one builds on, oldest first; `file` is the newest
 //   ...
 //   checksum = "0123456789abcdef"       # last line: XXH64 (seed 0, 16 lowercase hex digits)
 //                                       # of every byte of the file before this line
@@ -52,6 +56,16 @@
 // headers are 0..chains-1, one per chain.
 //
 // Paths are relative to the directory, so a savepoint is relocatable.
+//
+// Version 3 is version 2 with `previous` in some task: an incremental checkpoint
+// (incremental_checkpoints.hpp). A task's state is then its `previous` files and its `file`,
+// read as one: a key group's keyed segment in a newer file replaces the older ones (an empty
+// segment: the group holds nothing now), and the other segments come from `file` alone.
+// Each `previous` entry is "../chk-N/" and a task file name, N below this checkpoint's id and
+// rising along the list; a savepoint has none (it is self-contained). The files stay where the
+// earlier checkpoint wrote them: prune_checkpoints deletes a checkpoint's directory only once
+// no retained checkpoint names a file in it. A reader of version 2 refuses version 3, which it
+// would otherwise read as if `file` held everything.
 
 #include <cstdint>
 #include <filesystem>
@@ -74,6 +88,15 @@ struct CheckpointTaskFile {
   int parallelism = 1;
   std::uint64_t bytes = 0;
   std::vector<std::string> spool_files; // names in CHECKPOINT_DIR/NAME/spool the task needs
+  // Incremental checkpoints (version 3): earlier checkpoints' files of this task that its state
+  // builds on, oldest first, relative to this checkpoint's directory ("../chk-5/chain-0-
+  // subtask-1.snap"), with their sizes. Empty: `file` holds the whole state.
+  struct PreviousFile {
+    std::string path;
+    std::uint64_t bytes = 0;
+    bool operator==(const PreviousFile&) const = default;
+  };
+  std::vector<PreviousFile> previous;
   // The task's record counters at the barrier (job_metrics.hpp encode_metrics), so that a job
   // restored from here counts on from what the checkpoint covers. Optional; empty: unknown.
   std::string counts;
@@ -101,7 +124,10 @@ std::string task_snapshot_file(int chain, int subtask);
 // file sent by a worker may be called (snapshot_receiver.hpp), never a path.
 bool is_task_snapshot_file(std::string_view name);
 
-// Writes dir/_metadata durably, in the current version (2), with `chains` counted from the
+// The checkpoint id N of a `previous` path "../chk-N/chain-C-subtask-S.snap", if it is one.
+std::optional<std::uint64_t> previous_checkpoint_of(std::string_view path);
+
+// Writes dir/_metadata durably, in version 2 (3 when a task has `previous`), with `chains` counted from the
 // tasks' distinct node lists and the checksum line. The directory's task files must already be
 // durable.
 Result<void> write_metadata(const std::filesystem::path& dir, const CheckpointMetadata& metadata);
@@ -130,8 +156,10 @@ std::uint64_t next_checkpoint_id(const std::filesystem::path& root);
 // Deletes all but the newest `retain` completed checkpoints, every chk-N directory without
 // _metadata but the one `in_flight` (the checkpoint being written now, if any: a failed one
 // leaves nothing behind), and chk-N directories older than the newest completed one whose
-// _metadata cannot be read. Savepoints are never deleted. Returns what it could not delete,
-// as messages. Only the coordinator holding the job's lock may call it.
+// _metadata cannot be read. Savepoints are never deleted. A file that a retained
+// checkpoint names in `previous` is kept, with its directory, until none does; the directory's
+// _metadata goes first all the same, so it is never restored from once pruned. Returns what
+// it could not delete, as messages. Only the coordinator holding the job's lock may call it.
 std::vector<std::string> prune_checkpoints(const std::filesystem::path& root, int retain,
                                            std::optional<std::uint64_t> in_flight);
 

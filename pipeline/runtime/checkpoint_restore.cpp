@@ -13,6 +13,39 @@ namespace streamctl::runtime {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// The `previous` files of an incremental checkpoint's task, oldest first, each checked against
+// the task's own file: the same chain, subtask and parallelism, the checkpoint its path names,
+// the size _metadata gives. A missing one is named with the checkpoint that needs it.
+Result<std::vector<state::SnapshotReader>> open_previous(const fs::path& dir, const CheckpointTaskFile& task,
+                                                         const state::SnapshotReader& newest) {
+  std::vector<state::SnapshotReader> out;
+  for (const auto& p : task.previous) {
+    const fs::path file = (dir / p.path).lexically_normal();
+    std::error_code ec;
+    if (!fs::exists(file, ec))
+      return fail(file.string() + ": missing, but checkpoint " + dir.string() +
+                  " builds on it (an incremental checkpoint's earlier file): nothing was restored");
+    auto reader = state::SnapshotReader::open(file);
+    if (!reader) return Failure{reader.error() + " (checkpoint " + dir.string() + " builds on it)"};
+    const state::SnapshotHeader& h = reader->header();
+    const state::SnapshotHeader& n = newest.header();
+    if (h.max_parallelism != n.max_parallelism || h.subtask != n.subtask || h.parallelism != n.parallelism ||
+        h.chain_nodes != n.chain_nodes || h.chain_id != n.chain_id ||
+        std::optional<std::uint64_t>(h.checkpoint_id) != previous_checkpoint_of(p.path))
+      return fail(file.string() + ": is not the earlier file of task '" + task.file + "' that " +
+                  (dir / kMetadataFile).string() + " names");
+    if (reader->file_size() != p.bytes)
+      return fail(file.string() + ": " + std::to_string(reader->file_size()) + " bytes, but " +
+                  (dir / kMetadataFile).string() + " says " + std::to_string(p.bytes));
+    out.push_back(std::move(*reader));
+  }
+  return out;
+}
+
+} // namespace
+
 Result<CheckpointRestore> CheckpointRestore::open(const fs::path& path) {
   CheckpointRestore r;
   r.dir_ = checkpoint_dir_of(path);
@@ -34,7 +67,12 @@ Result<CheckpointRestore> CheckpointRestore::open(const fs::path& path) {
                   " bytes, but _metadata says " + std::to_string(task.bytes));
     chain_ids.push_back(h.chain_id);
     for (const auto& segment : reader->segments()) r.nodes_with_state_.insert(segment.node);
+    auto earlier = open_previous(r.dir_, task, *reader);
+    if (!earlier) return Failure{earlier.error()};
+    for (const auto& older : *earlier)
+      for (const auto& segment : older.segments()) r.nodes_with_state_.insert(segment.node);
     r.readers_.push_back(std::move(*reader));
+    r.earlier_.push_back(std::move(*earlier));
   }
   if (auto ok = check_chain_ids(r.metadata_, chain_ids, r.dir_.string()); !ok) return Failure{ok.error()};
   return r;
@@ -43,7 +81,20 @@ Result<CheckpointRestore> CheckpointRestore::open(const fs::path& path) {
 Result<void> CheckpointRestore::verify() {
   for (auto& reader : readers_)
     if (auto ok = reader.verify(); !ok) return Failure{ok.error()};
+  for (auto& chain : earlier_)
+    for (auto& reader : chain)
+      if (auto ok = reader.verify(); !ok) return Failure{ok.error()};
   return {};
+}
+
+std::pair<const state::SnapshotReader*, const state::SegmentInfo*>
+CheckpointRestore::newest_keyed(std::size_t task, const std::string& node, std::uint32_t key_group) const {
+  if (const state::SegmentInfo* s = readers_[task].find(node, state::SegmentKind::Keyed, key_group))
+    return {&readers_[task], s};
+  const auto& chain = earlier_[task];
+  for (auto reader = chain.rbegin(); reader != chain.rend(); ++reader)
+    if (const state::SegmentInfo* s = reader->find(node, state::SegmentKind::Keyed, key_group)) return {&*reader, s};
+  return {nullptr, nullptr};
 }
 
 bool CheckpointRestore::has_node(const std::string& node) const {
@@ -53,13 +104,14 @@ bool CheckpointRestore::has_node(const std::string& node) const {
 }
 
 Result<std::optional<std::string>> CheckpointRestore::keyed(const std::string& node, std::uint32_t key_group) {
-  for (auto& reader : readers_) {
-    const state::SnapshotHeader& h = reader.header();
+  for (std::size_t task = 0; task < readers_.size(); ++task) {
+    const state::SnapshotHeader& h = readers_[task].header();
     if (!h.key_groups.contains(key_group)) continue;
     if (std::find(h.chain_nodes.begin(), h.chain_nodes.end(), node) == h.chain_nodes.end()) continue;
-    const state::SegmentInfo* segment = reader.find(node, state::SegmentKind::Keyed, key_group);
-    if (!segment) return std::optional<std::string>{};
-    auto bytes = reader.read_segment(*segment);
+    auto [reader, segment] = newest_keyed(task, node, key_group);
+    // An empty segment: the group was emptied after an earlier file held it.
+    if (!segment || segment->raw_length == 0) return std::optional<std::string>{};
+    auto bytes = reader->read_segment_concurrently(*segment);
     if (!bytes) return Failure{bytes.error()};
     return std::optional<std::string>{std::move(*bytes)};
   }
@@ -85,12 +137,12 @@ std::vector<CheckpointRestore::KeyedSegment> CheckpointRestore::keyed_segments(c
                                                                                state::KeyGroupRange range) const {
   std::vector<KeyedSegment> out;
   for (std::uint32_t group = range.first; group < range.end; ++group)
-    for (const auto& reader : readers_) { // as keyed(): the first file owning the group decides
-      const state::SnapshotHeader& h = reader.header();
+    for (std::size_t task = 0; task < readers_.size(); ++task) { // as keyed(): the first task owning the group
+      const state::SnapshotHeader& h = readers_[task].header();
       if (!h.key_groups.contains(group)) continue;
       if (std::find(h.chain_nodes.begin(), h.chain_nodes.end(), node) == h.chain_nodes.end()) continue;
-      if (const state::SegmentInfo* segment = reader.find(node, state::SegmentKind::Keyed, group))
-        out.push_back({group, &reader, segment});
+      auto [reader, segment] = newest_keyed(task, node, group);
+      if (segment && segment->raw_length > 0) out.push_back({group, reader, segment});
       break;
     }
   return out;

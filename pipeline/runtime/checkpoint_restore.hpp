@@ -9,6 +9,10 @@
 // that an incomplete list or a missing, truncated, resized or corrupt file is refused before
 // anything starts; segments are read on demand, each checked by its checksum.
 //
+// An incremental checkpoint (checkpoint_metadata.hpp, version 3) is read as one snapshot per
+// task: a key group's newest keyed segment in the task's files decides, an empty one meaning
+// the group holds nothing; subtask, source and sink segments come from the task's own file.
+//
 // Not thread-safe: one per task thread.
 
 #include <filesystem>
@@ -54,9 +58,17 @@ public:
   std::vector<KeyedSegment> keyed_segments(const std::string& node, state::KeyGroupRange range) const;
 
 private:
+  // The newest keyed segment of `node` for `key_group` in task `task`'s files (its own file,
+  // then its `previous` files newest first), or nulls.
+  std::pair<const state::SnapshotReader*, const state::SegmentInfo*> newest_keyed(std::size_t task,
+                                                                                const std::string& node,
+                                                                                std::uint32_t key_group) const;
+
   std::filesystem::path dir_;
   CheckpointMetadata metadata_;
-  std::vector<state::SnapshotReader> readers_;
+  std::vector<state::SnapshotReader> readers_; // each task's own file, as metadata_.tasks
+  // Each task's `previous` files (incremental checkpoints), oldest first; empty for a full one.
+  std::vector<std::vector<state::SnapshotReader>> earlier_;
   std::set<std::string> nodes_with_state_;
 };
 

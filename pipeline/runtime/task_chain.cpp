@@ -176,7 +176,14 @@ std::vector<std::string> TaskChain::node_names() const {
   return names;
 }
 
-std::vector<SnapshotSegment> TaskChain::snapshot(std::uint64_t checkpoint_id, bool savepoint) {
+std::vector<operators::Operator*> TaskChain::operators() const {
+  std::vector<operators::Operator*> out;
+  for (const auto& op : operators_) out.push_back(op.get());
+  return out;
+}
+
+std::vector<SnapshotSegment> TaskChain::snapshot(std::uint64_t checkpoint_id, bool savepoint,
+                                                 const IncrementalSnapshots::Plan* plan) {
   std::vector<SnapshotSegment> segments;
   const std::size_t offset = source_ ? 1 : 0;
   auto name_of = [&](std::size_t chain_position) { return spec_.nodes[node_indices_[chain_position]].name; };
@@ -189,10 +196,17 @@ std::vector<SnapshotSegment> TaskChain::snapshot(std::uint64_t checkpoint_id, bo
   for (std::size_t k = 0; k < operators_.size(); ++k) {
     const operators::Operator& op = *operators_[k];
     if (!op.has_state()) continue;
-    for (std::uint32_t group = key_groups_.first; group < key_groups_.end; ++group) {
+    const bool incremental = plan && plan->incremental();
+    auto write_group = [&](std::uint32_t group) {
       SnapshotSegment s{name_of(offset + k), state::SegmentKind::Keyed, group, {}};
       op.snapshot_key_group(group, s.bytes);
-      if (!s.bytes.empty()) segments.push_back(std::move(s));
+      if (incremental || !s.bytes.empty()) segments.push_back(std::move(s));
+    };
+    if (incremental && k < plan->groups.size() && plan->groups[k]) {
+      for (std::uint32_t group : *plan->groups[k])
+        if (key_groups_.contains(group)) write_group(group);
+    } else {
+      for (std::uint32_t group = key_groups_.first; group < key_groups_.end; ++group) write_group(group);
     }
     SnapshotSegment s{name_of(offset + k), state::SegmentKind::Subtask, state::no_key_group, {}};
     op.snapshot_subtask_state(s.bytes);

@@ -18,6 +18,7 @@
 #include "operators/record_error_policy.hpp"
 #include "operators/registry.hpp"
 #include "pipeline/runtime/field_presence.hpp"
+#include "pipeline/runtime/incremental_snapshots.hpp"
 #include "pipeline/runtime/record_tap.hpp"
 #include "pipeline/spec/plan.hpp"
 #include "state/key_group.hpp"
@@ -96,7 +97,12 @@ public:
   // closes its output in progress, so it is called once per checkpoint).
   // `savepoint`: the source writes a self-contained position (Source::
   // snapshot_self_contained_position), which needs no file outside the snapshot.
-  std::vector<SnapshotSegment> snapshot(std::uint64_t checkpoint_id, bool savepoint = false);
+  // `plan` (incremental checkpoints): which key groups to write; a group written in an
+  // incremental snapshot gets a segment even when empty (it replaces an older file's).
+  std::vector<SnapshotSegment> snapshot(std::uint64_t checkpoint_id, bool savepoint = false,
+                                        const IncrementalSnapshots::Plan* plan = nullptr);
+  // The chain's operators (not the source or sink), in chain order: what a Plan's groups index.
+  std::vector<operators::Operator*> operators() const;
   // The checkpoint `checkpoint_id` completed: the sink publishes what it prepared for it.
   void commit(std::uint64_t checkpoint_id);
   // Before the first record: takes this subtask's share of the state in `restore`. Throws

@@ -14,6 +14,7 @@
 #include "pipeline/runtime/checkpoint_restore.hpp"
 #include "pipeline/runtime/final_publish.hpp"
 #include "operators/wall_clock.hpp"
+#include "pipeline/runtime/incremental_snapshots.hpp"
 #include "pipeline/runtime/job_loader.hpp"
 #include "pipeline/runtime/job_registry.hpp"
 #include "pipeline/runtime/job_security.hpp"
@@ -445,7 +446,15 @@ private:
     job.header.parallelism = static_cast<std::uint32_t>(job_->plan.chains[static_cast<std::size_t>(task_.chain)].parallelism);
     job.header.key_groups = chain_->key_groups();
     job.header.chain_nodes = chain_->node_names();
-    job.segments = chain_->snapshot(barrier.checkpoint_id, savepoint);
+    if (!incremental_) {
+      IncrementalSettings settings = incremental_settings_of(job_->spec);
+      // Files sent to the coordinator are full snapshots, for now (incremental_snapshots.hpp).
+      if (options_.bootstrap && options_.bootstrap->checkpoint_storage_coordinator) settings.enabled = false;
+      incremental_.emplace(settings, task_snapshot_file(task_.chain, task_.subtask));
+    }
+    auto plan = incremental_->plan(barrier.checkpoint_id, barrier.directory, savepoint, chain_->operators());
+    job.segments = chain_->snapshot(barrier.checkpoint_id, savepoint, &plan);
+    previous_files_[barrier.checkpoint_id] = std::move(plan.previous);
     if (const operators::Source* source = chain_->source())
       referenced_files_[barrier.checkpoint_id] = source->referenced_files();
     if (!snapshot_writer_) snapshot_writer_ = std::make_unique<AsyncSnapshotWriter>(uploader_.get());
@@ -475,6 +484,7 @@ private:
     if (!snapshot_writer_) return;
     for (const auto& done : snapshot_writer_->take_completed()) {
       auto files = referenced_files_.extract(done.checkpoint_id);
+      auto previous = previous_files_.extract(done.checkpoint_id);
       auto timing = checkpoint_timing_.extract(done.checkpoint_id);
       if (!done.error.empty()) {
         send(transport::ControlMessage{"DECLINE", {}}
@@ -482,10 +492,13 @@ private:
                  .set("message", done.error));
         continue;
       }
-      // The spool files the snapshot's source position needs, for the checkpoint's _metadata.
+      if (incremental_) incremental_->written(done.checkpoint_id, done.bytes);
+      // The spool files the snapshot's source position needs, and the earlier files it builds
+      // on, for the checkpoint's _metadata.
       send(transport::ControlMessage{"ACK", {}}
                .set("checkpoint", std::to_string(done.checkpoint_id))
                .set("file", done.file_name)
+               .set("previous", previous ? encode_previous_files(previous.mapped()) : std::string())
                .set("spool_files", files ? encode_spool_files(files.mapped()) : std::string())
                .set("bytes", std::to_string(done.bytes))
                .set("raw_bytes", std::to_string(done.raw_bytes))
@@ -680,7 +693,11 @@ private:
       t.savepoint = message.get("savepoint") == "1";
       if (t.barrier.checkpoint_id > 0 && !t.barrier.directory.empty()) triggers_.push_back(std::move(t));
     }
-    if (message.type == "COMMIT" && chain_) chain_->commit(static_cast<std::uint64_t>(message.get_int("checkpoint", 0)));
+    if (message.type == "COMMIT" && chain_) {
+      auto id = static_cast<std::uint64_t>(message.get_int("checkpoint", 0));
+      chain_->commit(id);
+      if (incremental_) incremental_->completed(id);
+    }
   }
 
   // Every message names its task and the attempt it belongs to, so that the coordinator
@@ -724,6 +741,9 @@ private:
   std::unique_ptr<SnapshotUploader> uploader_;      // ... and what sends them
   std::unique_ptr<AsyncSnapshotWriter> snapshot_writer_; // uses the two above
   std::map<std::uint64_t, std::vector<std::string>> referenced_files_; // by checkpoint, until reported
+  // Incremental checkpoints: what each snapshot writes and builds on; made at the first one.
+  std::optional<IncrementalSnapshots> incremental_;
+  std::map<std::uint64_t, std::vector<CheckpointTaskFile::PreviousFile>> previous_files_; // until reported
   std::unique_ptr<LivenessBeacon> beacon_;
   std::unique_ptr<WatermarkTracker> watermarks_;
   std::unique_ptr<BarrierAligner> aligner_;

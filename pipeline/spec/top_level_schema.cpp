@@ -28,6 +28,8 @@ const std::vector<KeySchema>& checkpoint_keys() {
       key("retain", KeyType::Int),
       key("timeout", KeyType::Duration),
       key("storage", KeyType::Enum, {"coordinator", "shared"}),
+      key("incremental", KeyType::Bool),
+      key("full_every", KeyType::Int),
   };
   return keys;
 }
@@ -146,8 +148,10 @@ TopLevel check_top_level(Checker& c, const toml::table& root) {
   }
   check_min(c, root, "batch_size", "batch_size", 1);
 
-  if (auto t = root.get_as<toml::table>("checkpoint"))
+  if (auto t = root.get_as<toml::table>("checkpoint")) {
     check_min(c, *t, "retain", "checkpoint.retain", 1);
+    check_min(c, *t, "full_every", "checkpoint.full_every", 1);
+  }
   if (auto t = root.get_as<toml::table>("restart"))
     check_min(c, *t, "max_attempts", "restart.max_attempts", 0);
   if (auto t = root.get_as<toml::table>("autoscale"))

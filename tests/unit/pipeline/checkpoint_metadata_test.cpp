@@ -191,11 +191,11 @@ TEST_CASE("metadata of another format is refused", "[checkpoint_metadata]") {
 
 TEST_CASE("metadata of an unknown version is refused naming the version", "[checkpoint_metadata]") {
   TempDir tmp;
-  write_text(tmp.path / kMetadataFile, append_checksum_line(metadata_text("streamctl-checkpoint", "3")));
+  write_text(tmp.path / kMetadataFile, append_checksum_line(metadata_text("streamctl-checkpoint", "4")));
   auto r = read_metadata(tmp.path);
   REQUIRE_FALSE(r);
   CHECK_THAT(r.error(), Catch::Contains((tmp.path / kMetadataFile).string()));
-  CHECK_THAT(r.error(), Catch::Contains("metadata version 3"));
+  CHECK_THAT(r.error(), Catch::Contains("metadata version 4"));
 }
 
 TEST_CASE("task file names that leave the checkpoint directory are refused", "[checkpoint_metadata]") {

@@ -1,0 +1,115 @@
+#include "pipeline/runtime/incremental_snapshots.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+namespace streamctl::runtime {
+
+namespace {
+// Snapshots since the base without one completing (failing checkpoints, savepoints): past
+// this, the next is full, so that what the task remembers of them stays small.
+constexpr std::size_t kMaxUncompleted = 64;
+} // namespace
+
+IncrementalSettings incremental_settings_of(const pipeline::PipelineSpec& spec) {
+  IncrementalSettings s;
+  auto table = spec.root["checkpoint"];
+  s.enabled = table["incremental"].value_or(false);
+  s.full_every = static_cast<int>(std::clamp<std::int64_t>(table["full_every"].value_or(std::int64_t{10}), 1, 1000));
+  return s;
+}
+
+std::string encode_previous_files(const std::vector<CheckpointTaskFile::PreviousFile>& files) {
+  std::string out;
+  for (const auto& f : files) out += std::to_string(f.bytes) + " " + f.path + "\n";
+  return out;
+}
+
+std::optional<std::vector<CheckpointTaskFile::PreviousFile>> decode_previous_files(std::string_view text) {
+  std::vector<CheckpointTaskFile::PreviousFile> out;
+  while (!text.empty()) {
+    auto end = text.find('\n');
+    if (end == std::string_view::npos) return std::nullopt;
+    std::string_view line = text.substr(0, end);
+    text.remove_prefix(end + 1);
+    auto space = line.find(' ');
+    if (space == 0 || space == std::string_view::npos || space > 19) return std::nullopt;
+    std::uint64_t bytes = 0;
+    for (char c : line.substr(0, space)) {
+      if (c < '0' || c > '9') return std::nullopt;
+      bytes = bytes * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    std::string_view path = line.substr(space + 1);
+    if (!previous_checkpoint_of(path)) return std::nullopt;
+    out.push_back({std::string(path), bytes});
+  }
+  return out;
+}
+
+IncrementalSnapshots::IncrementalSnapshots(IncrementalSettings settings, std::string own_file)
+    : settings_(settings), own_file_(std::move(own_file)) {}
+
+bool IncrementalSnapshots::start_full() const {
+  if (!base_ || taken_.size() >= kMaxUncompleted) return true;
+  if (base_->files.size() >= static_cast<std::size_t>(std::max(settings_.full_every, 1))) return true;
+  std::uint64_t deltas = 0;
+  for (std::size_t k = 1; k < base_->files.size(); ++k) deltas += base_->files[k].bytes;
+  return deltas > base_->files.front().bytes;
+}
+
+IncrementalSnapshots::Plan IncrementalSnapshots::plan(std::uint64_t id, const std::filesystem::path& dir,
+                                                      bool savepoint,
+                                                      const std::vector<operators::Operator*>& operators) {
+  Taken now;
+  for (operators::Operator* op : operators) {
+    std::vector<std::uint32_t> groups;
+    if (op->take_changed_key_groups(groups)) now.changed.emplace_back(std::move(groups));
+    else now.changed.emplace_back(std::nullopt);
+  }
+  now.may_be_base = settings_.enabled && !savepoint && dir.filename() == "chk-" + std::to_string(id);
+
+  Plan plan;
+  plan.groups.resize(operators.size());
+  if (now.may_be_base && !start_full()) {
+    plan.previous = base_->files;
+    for (std::size_t k = 0; k < operators.size(); ++k) {
+      bool tracked = now.changed[k].has_value();
+      std::set<std::uint32_t> groups;
+      if (tracked) groups.insert(now.changed[k]->begin(), now.changed[k]->end());
+      for (const auto& [earlier, t] : taken_) {
+        if (k >= t.changed.size() || !t.changed[k]) {
+          tracked = false;
+          break;
+        }
+        groups.insert(t.changed[k]->begin(), t.changed[k]->end());
+      }
+      if (tracked) plan.groups[k] = std::vector<std::uint32_t>(groups.begin(), groups.end());
+    }
+  }
+  now.previous = plan.previous;
+  taken_[id] = std::move(now);
+  // Forgetting the oldest snapshot is safe: it can no longer become a base, and a base after
+  // it needs none of what changed before it.
+  while (taken_.size() > 2 * kMaxUncompleted) taken_.erase(taken_.begin());
+  return plan;
+}
+
+void IncrementalSnapshots::written(std::uint64_t id, std::uint64_t bytes) {
+  if (auto t = taken_.find(id); t != taken_.end()) t->second.bytes = bytes;
+}
+
+void IncrementalSnapshots::completed(std::uint64_t id) {
+  auto t = taken_.find(id);
+  // A savepoint, or a checkpoint this task did not write a file of its own for: what changed
+  // before it is still to be written.
+  if (t == taken_.end() || !t->second.may_be_base || !t->second.bytes) return;
+  Base base;
+  base.id = id;
+  base.files = t->second.previous;
+  base.files.push_back({"../chk-" + std::to_string(id) + "/" + own_file_, *t->second.bytes});
+  base_ = std::move(base);
+  taken_.erase(taken_.begin(), std::next(t));
+}
+
+} // namespace streamctl::runtime

@@ -1,0 +1,87 @@
+#pragma once
+// Incremental checkpoints ([checkpoint] incremental = true): what one task writes at each
+// checkpoint, and which earlier files its _metadata entry names (checkpoint_metadata.hpp,
+// version 3).
+//
+// A task's first checkpoint after it starts is full. Each later one writes only the key groups
+// that changed (Operator::take_changed_key_groups; every group of an operator that does not
+// track changes, and every subtask, source and sink segment) since the newest checkpoint this
+// task knows to be complete, its base, and names the base's files as `previous`. The changes
+// since the base are those taken at every snapshot after it, completed or not: a checkpoint
+// that failed, or a savepoint, is never a base, so what changed before it is written again.
+// A base is a completed chk-N of this task's own: never a savepoint (self-contained, and a
+// person may delete it), nor a file sent to the coordinator ([checkpoint] storage =
+// "coordinator": full snapshots only, for now).
+//
+// A full checkpoint is written again when the chain of files would reach `full_every`, or
+// when the deltas since the last full one hold more bytes than it: a restore then reads at
+// most about twice the state.
+//
+// Not thread-safe: the task's thread only.
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "operators/operator.hpp"
+#include "pipeline/runtime/checkpoint_metadata.hpp"
+
+namespace streamctl::runtime {
+
+struct IncrementalSettings {
+  bool enabled = false;
+  int full_every = 10; // files in a chain at most, the full one included
+};
+
+IncrementalSettings incremental_settings_of(const pipeline::PipelineSpec& spec);
+
+// A task's `previous` files as its ACK carries them to the coordinator: "BYTES PATH" lines.
+std::string encode_previous_files(const std::vector<CheckpointTaskFile::PreviousFile>& files);
+// nullopt when `text` is not such lines of valid previous paths (previous_checkpoint_of).
+std::optional<std::vector<CheckpointTaskFile::PreviousFile>> decode_previous_files(std::string_view text);
+
+class IncrementalSnapshots {
+public:
+  IncrementalSnapshots(IncrementalSettings settings, std::string own_file);
+
+  struct Plan {
+    std::vector<CheckpointTaskFile::PreviousFile> previous; // empty: a full snapshot
+    // Per operator of the chain (TaskChain's order): the key groups to write, sorted; nullopt:
+    // every group (a full snapshot, or an operator that does not track changes).
+    std::vector<std::optional<std::vector<std::uint32_t>>> groups;
+    bool incremental() const { return !previous.empty(); }
+  };
+
+  // The snapshot of checkpoint `id` into `dir`: takes every operator's changed groups (at
+  // every snapshot, so that none is lost) and decides what to write.
+  Plan plan(std::uint64_t id, const std::filesystem::path& dir, bool savepoint,
+            const std::vector<operators::Operator*>& operators);
+  // The snapshot of `id` is durable, `bytes` long.
+  void written(std::uint64_t id, std::uint64_t bytes);
+  // Checkpoint `id` completed (the coordinator's COMMIT): later snapshots may build on it.
+  void completed(std::uint64_t id);
+
+private:
+  struct Taken {
+    std::vector<std::optional<std::vector<std::uint32_t>>> changed; // per operator; nullopt: untracked
+    std::vector<CheckpointTaskFile::PreviousFile> previous;
+    bool may_be_base = false;
+    std::optional<std::uint64_t> bytes;
+  };
+  struct Base {
+    std::uint64_t id = 0;
+    std::vector<CheckpointTaskFile::PreviousFile> files; // the full one first, then deltas
+  };
+
+  bool start_full() const;
+
+  IncrementalSettings settings_;
+  std::string own_file_;
+  std::optional<Base> base_;
+  std::map<std::uint64_t, Taken> taken_; // snapshots after the base, by checkpoint id
+};
+
+} // namespace streamctl::runtime
