@@ -238,8 +238,7 @@ def steady(streamctl, work, env, name, keys, loaded, savepoint, load_rate, args,
           + (f"at {args.rate:,.0f} records/s" if args.rate else "unlimited rate")
           + f", from the savepoint; phase = run of them minus run of none")
     for percent in changing:
-        subset = max(1, keys * percent // 100) if percent == int(percent) else max(1, int(keys * percent / 100))
-        subset = int(subset)
+        subset = max(1, round(keys * percent / 100))
         key = f"if(seq < {loaded}, seq % {keys}, ((hash(seq) % {subset} + {subset}) % {subset}) * {keys} / {subset})"
         figures = {}
         for label, extra in (("no checkpoints", []), ("checkpoint every 1 s", ["--set", "checkpoint.interval=1s"])):
@@ -252,17 +251,20 @@ def steady(streamctl, work, env, name, keys, loaded, savepoint, load_rate, args,
             cpu = median([r.cpu for r in full_runs]) - median([r.cpu for r in base_runs])
             figures[label] = (wall, cpu, full_runs)
         print(f"  -- {percent:g}% of keys changing per second: keys drawn from {subset:,} of {keys:,}")
-        for label, (wall, cpu, full_runs) in figures.items():
+        for label, (wall, cpu, _) in figures.items():
             if wall <= 0 or cpu <= 0:
                 print(f"    {label + ':':24} phase too short to measure (wall {wall:+.2f} s, CPU {cpu:+.2f} s); "
                       f"raise --seconds")
                 continue
             print(f"    {label + ':':24} {wall:6.2f} s  {phase / wall:12,.0f} records/s  "
                   f"(CPU {cpu:.2f} s, {phase / cpu:,.0f} records/CPU s)")
-        per_second = args.rate if args.rate else phase / max(figures["checkpoint every 1 s"][0], 1e-9)
-        touched = percent * (1 - math.exp(-per_second / subset))
-        print(f"    {per_second:,.0f} records a second with checkpoints: about {touched:.2f}% of the keys "
-              f"touched between two checkpoints (at most {percent:g}%)")
+        (wall, cpu, _), (twall, tcpu, _) = figures.values()
+        if min(wall, cpu, twall, tcpu) > 0:
+            print(f"    checkpoints cost {100 * (twall - wall) / wall:+.1f}% wall time, {100 * (tcpu - cpu) / cpu:+.1f}% CPU")
+            per_second = args.rate or phase / twall
+            touched = percent * (1 - math.exp(-per_second / subset))
+            print(f"    {per_second:,.0f} records a second with checkpoints: about {touched:.2f}% of the keys "
+                  f"touched between two checkpoints (at most {percent:g}%)")
         print(f"    {describe_checkpoints(*checkpoints([r.log for r in figures['checkpoint every 1 s'][2]]))}")
 
 def rescale(streamctl, work, env, name, keys, records):
