@@ -1,59 +1,124 @@
 #!/usr/bin/env python3
-"""Benchmarks of checkpoints, savepoints, restore and rescale (issue 4). A measuring tool,
-not a test: it prints figures and fails only when a run fails.
+"""Benchmarks of checkpoints, savepoints, restore and rescale (issues 4 and 12). A measuring
+tool, not a test: it prints figures and fails only when a run fails.
 
-    tests/bench/checkpoint.py [--keys N,N...] [--updates N] [--streamctl PATH] [--skip-rescale]
+    tests/bench/checkpoint.py [--keys N,N...] [--updates N] [--runs N] [--streamctl PATH]
+                              [--changing P,P...] [--seconds T] [--rate R] [--skip-rescale]
+                              [--incremental]
 
 For each key count (default 3,300,000 and 33,000,000: about 100 MB and 1 GB of keyed state
 as serialised, ~31 bytes a key), a generator feeds a keyed window (count and sum per key, ten
 years long, so the state only grows) with `updates` records per key (default 3):
 
-  1. throughput without checkpoints, and with a checkpoint every second (full snapshots);
+  1. throughput of loading that state, without checkpoints and with a checkpoint every second
+     (full snapshots): median of --runs runs (default 3) of wall time and of CPU time (user +
+     sys of streamctl and its workers, from getrusage(RUSAGE_CHILDREN));
   2. a savepoint of the whole state at the end of input (--savepoint-on-exit): its size, raw
      and compressed, and the time to take it;
   3. restore: time from start to "records flowing" of a run restoring that savepoint, against
      `streamctl snapshot verify` (which reads, checksums and decompresses every segment) and
      against the start-up of a run with no state;
-  4. rescale downtime of a running job from 1 to 2 subtasks once it holds the state: from the
-     savepoint that stops the sources to records flowing again (the coordinator's figure).
+  4. with --changing P,...: the steady phase, once per P (below);
+  5. rescale downtime of a running job from 1 to 2 subtasks once it holds the state, then
+     back from 2 to 1: from the savepoint that stops the sources to records flowing again
+     (the coordinator's figure, printed by `streamctl rescale`).
+
+The steady phase (--changing P). Each run restores the savepoint of step 2 (every key
+loaded) and the generator, whose position the savepoint holds, goes on with M more records
+(seq from keys x updates on). Their keys are drawn uniformly, by `hash(seq)`, from a fixed
+subset of S = P% of all keys, spread evenly over the key space:
+
+    key = if(seq < LOADED, seq % KEYS, ((hash(seq) % S + S) % S) * KEYS / S)
+
+So whatever the rate, no more than P% of the keys change between two checkpoints (one a
+second): "P% of keys changing per second" is that upper bound. It is reached when a second
+carries several times S records; the output gives the records a second and the share of keys
+they are expected to touch, P% x (1 - exp(-records a second / S)). With --rate R (records per
+second, the generator's `rate`) the phase runs at that fixed rate and M = R x --seconds;
+without it (the default) the rate is unlimited and M = --seconds x the median load throughput
+without checkpoints of step 1, so that the phase lasts about --seconds.
+
+What is measured in the steady phase: the wall and CPU time of a run of the M records minus
+those of a run of the same job with no records after the restore (median of --runs each;
+both restore, start up and drain the same state, so the difference is the phase alone);
+throughput is M over that difference, in records per wall second and per CPU second, without
+checkpoints and with a checkpoint every second. With a fixed --rate the wall figure is the
+rate; compare the CPU figures. Of the runs with checkpoints, from their -vv logs:
+  - checkpoint size (the coordinator's "checkpoint N complete: B bytes in D ms", B summed
+    over the tasks' files) and duration D: from the barrier's injection to the _metadata
+    written, the asynchronous write included;
+  - the longest pause of a task: the worker's "checkpoint N: state taken in X ms", the time
+    its loop is stopped to copy the state of its chain (chain->snapshot()), before the
+    barrier is passed on and the write goes to the background; its maximum over the tasks
+    and the checkpoints of the runs. It is the only per-subtask figure of the synchronous
+    part, and only in the debug log: `streamctl status --json` shows per subtask the last
+    checkpoint's duration_ms (barrier to durable file, asynchronous write included) and
+    alignment_ms only. Alignment is not measured here: the job is one fused chain (source to
+    sink in one task), which has no input channels to align.
+  The job's final checkpoint (input ended, windows fired, no window state) is left out.
+
+Checkpoints are full snapshots unless --incremental sets [checkpoint] incremental = true;
+that writes only the key groups that changed, and keys drawn uniformly change every group
+within a second, so until checkpoints track changes finer than a key group the size and
+duration follow the size of the state, not P, either way.
 
 Figures depend on the machine and its load; run it twice and compare.
 """
-import argparse, glob, json, os, re, shutil, subprocess, sys, tempfile, time
+import argparse, glob, json, math, os, re, resource, shutil, statistics, subprocess, sys, tempfile, time
+from dataclasses import dataclass, field
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--keys", default="3300000,33000000")
     ap.add_argument("--updates", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=3, help="runs of each throughput figure; the median is printed")
+    ap.add_argument("--changing", default="", help="percent of keys changing per second, e.g. 1,10: adds the steady phase")
+    ap.add_argument("--seconds", type=float, default=20, help="length of the steady phase")
+    ap.add_argument("--rate", type=float, default=0, help="records per second of the steady phase; 0: unlimited")
     ap.add_argument("--streamctl", default=os.environ.get("STREAMCTL", os.path.join(os.path.dirname(__file__), "../../build/cli/streamctl")))
     ap.add_argument("--skip-rescale", action="store_true")
+    ap.add_argument("--incremental", action="store_true",
+                    help="[checkpoint] incremental = true: checkpoints write only the key groups that changed")
     args = ap.parse_args()
+    global INCREMENTAL
+    INCREMENTAL = args.incremental
+    if args.runs < 1:
+        ap.error("--runs must be at least 1")
+    changing = [float(p) for p in args.changing.split(",") if p.strip()]
+    if any(not 0 < p <= 100 for p in changing):
+        ap.error("--changing takes percentages above 0 and at most 100")
     streamctl = os.path.realpath(args.streamctl)
     work = tempfile.mkdtemp(prefix="streamctl-ckbench.")
     env = dict(os.environ, STREAMCTL_STATE_DIR=os.path.join(work, "state"))
     try:
         for keys in [int(k) for k in args.keys.split(",")]:
-            bench(streamctl, work, env, keys, args.updates, args.skip_rescale)
+            bench(streamctl, work, env, keys, args, changing)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-def pipeline(work, name, keys, records):
+INCREMENTAL = False  # --incremental
+
+def pipeline(work, name, keys, records, key=None, rate=0):
+    """Writes the pipeline; `key` replaces the key expression (default: seq % keys)."""
     path = os.path.join(work, name + ".toml")
+    key = key or f"seq % {keys}"
     with open(path, "w") as f:
         f.write(f'''name = "{name}"
 [checkpoint]
 dir = "{work}/ck"
 retain = 1
 timeout = "10m"
+{"incremental = true" if INCREMENTAL else ""}
 [sources.g]
 type = "generator"
 profile = "counter"
 count = {records}
 event_time = "ts"
+{f"rate = {rate}" if rate else ""}
 [operators.k]
 type = "map"
 inputs = ["g"]
-set = {{ key = "seq % {keys}" }}
+set = {{ key = "{key}" }}
 [operators.per_key]
 type = "window"
 inputs = ["k"]
@@ -67,8 +132,16 @@ path = "{work}/out-{name}"
 ''')
     return path
 
+@dataclass
+class Run:
+    wall: float          # seconds from start to exit
+    cpu: float           # user + sys seconds of the command and every process it waited for
+    log: str             # its stderr
+    seen: dict = field(default_factory=dict)  # {pattern: seconds when first seen on stderr}
+
 def run(cmd, env, watch=None):
-    """Runs cmd; returns (seconds, stderr text, {pattern: seconds when first seen})."""
+    """Runs cmd to its end; fails the benchmark if it fails."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
     seen = {}
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -80,77 +153,157 @@ def run(cmd, env, watch=None):
                 seen[pattern] = time.monotonic() - start
     code = p.wait()
     elapsed = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     text = "".join(lines)
     if code != 0:
         sys.exit(f"{' '.join(cmd)} exited {code}:\n{text[-2000:]}")
-    return elapsed, text, seen
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Run(elapsed, cpu, text, seen)
+
+def runs(n, cmd, env, watch=None):
+    return [run(cmd, env, watch) for _ in range(n)]
+
+def median(values):
+    return statistics.median(values)
 
 def mb(n):
     return f"{n / 1e6:,.1f} MB"
 
-def bench(streamctl, work, env, keys, updates, skip_rescale):
-    records = keys * updates
-    print(f"== {keys:,} keys, {records:,} records ({updates} per key), keyed window state")
+def checkpoints(logs):
+    """The periodic checkpoints of -vv logs: [(bytes, ms)] complete, the number failed, and the
+    tasks' synchronous pauses [(ms, task)] ("state taken in"). The job's final checkpoint, taken
+    once the input has ended and the windows have fired, holds no window state: left out."""
+    done, failed, pauses = [], 0, []
+    for log in logs:
+        final = set(re.findall(r"final checkpoint complete: \S*chk-(\d+)", log))
+        done += [(int(b), int(ms)) for n, b, ms in re.findall(r"checkpoint (\d+) complete: (\d+) bytes in (\d+) ms", log)
+                 if n not in final]
+        failed += len(re.findall(r"checkpoint \d+ failed", log))
+        pauses += [(int(ms), task) for task, n, ms in
+                   re.findall(r"Z (.+?): debug: checkpoint (\d+): state taken in (\d+) ms", log) if n not in final]
+    return done, failed, pauses
+
+def describe_checkpoints(done, failed, pauses):
+    if not done:
+        return "no checkpoint completed" + (f", {failed} failed" if failed else "")
+    sizes = [b for b, _ in done]
+    durations = [ms for _, ms in done]
+    return (f"{len(done)} checkpoints of {mb(median(sizes))} (median; largest {mb(max(sizes))}), "
+            f"duration median {median(durations):.0f} ms, longest {max(durations)} ms; "
+            + (f"longest task pause (state taken, synchronous) {max(pauses)[0]} ms in {max(pauses)[1]}, "
+               f"median {median([ms for ms, _ in pauses]):.0f} ms"
+               if pauses else 'no task pause figure in the log (no "state taken" line)')
+            + (f"; {failed} failed" if failed else ""))
+
+def bench(streamctl, work, env, keys, args, changing):
+    records = keys * args.updates
+    print(f"== {keys:,} keys, {records:,} records ({args.updates} per key), keyed window state; "
+          f"medians of {args.runs} run(s)")
     name = f"ck{keys}"
     toml = pipeline(work, name, keys, records)
 
-    plain, _, _ = run([streamctl, "run", toml], env)
-    print(f"  no checkpoints:          {plain:6.2f} s  {records / plain:12,.0f} records/s")
-    timed, log, _ = run([streamctl, "-vv", "run", toml, "--set", "checkpoint.interval=1s"], env)
-    done = [(int(b), int(ms)) for b, ms in re.findall(r"checkpoint \d+ complete: (\d+) bytes in (\d+) ms", log)]
-    failed = len(re.findall(r"checkpoint \d+ failed", log))
-    print(f"  checkpoint every 1 s:    {timed:6.2f} s  {records / timed:12,.0f} records/s  "
-          f"({100 * (timed - plain) / plain:+.1f}% time; {len(done)} checkpoints"
-          + (f", largest {mb(max(b for b, _ in done))} in {max(ms for _, ms in done)} ms" if done else "")
-          + (f", {failed} failed" if failed else "") + ")")
+    plain = runs(args.runs, [streamctl, "run", toml], env)
+    wall, cpu = median([r.wall for r in plain]), median([r.cpu for r in plain])
+    load_rate = records / wall
+    print(f"  no checkpoints:          {wall:6.2f} s  {records / wall:12,.0f} records/s  "
+          f"(CPU {cpu:.2f} s, {records / cpu:,.0f} records/CPU s)")
+    timed = runs(args.runs, [streamctl, "-vv", "run", toml, "--set", "checkpoint.interval=1s"], env)
+    twall, tcpu = median([r.wall for r in timed]), median([r.cpu for r in timed])
+    print(f"  checkpoint every 1 s:    {twall:6.2f} s  {records / twall:12,.0f} records/s  "
+          f"(CPU {tcpu:.2f} s, {records / tcpu:,.0f} records/CPU s; {100 * (twall - wall) / wall:+.1f}% time, "
+          f"{100 * (tcpu - cpu) / cpu:+.1f}% CPU)")
+    print(f"    {describe_checkpoints(*checkpoints([r.log for r in timed]))}")
 
-    _, log, _ = run([streamctl, "-v", "run", toml, "--savepoint-on-exit"], env)
+    log = run([streamctl, "-v", "run", toml, "--savepoint-on-exit"], env).log
     m = re.search(r"savepoint \d+ complete: (\S+) \((\d+) bytes, (\d+) ms\)", log)
     savepoint, size, ms = m.group(1), int(m.group(2)), int(m.group(3))
-    inspect = subprocess.run([streamctl, "snapshot", "inspect", "--json", savepoint], env=env, capture_output=True, text=True)
-    raw = raw_bytes(inspect.stdout, savepoint, streamctl, env)
+    raw = raw_bytes(savepoint, streamctl, env)
     print(f"  savepoint:               {mb(size)} in the files, {mb(raw)} raw (ratio {raw / size:.2f}), "
-          f"taken in {ms} ms ({raw / 1e6 / (ms / 1000):,.0f} MB/s raw)")
+          f"taken in {ms} ms ({raw / 1e6 / (max(ms, 1) / 1000):,.0f} MB/s raw)")
 
     empty = pipeline(work, name + "-empty", keys, 1)
-    _, _, seen = run([streamctl, "-v", "run", empty], env, ["records flowing"])
-    startup = seen["records flowing"]
+    startup = run([streamctl, "-v", "run", empty], env, ["records flowing"]).seen["records flowing"]
     try:
         with open("/proc/sys/vm/drop_caches", "w") as f:
             f.write("3\n")
         cache = "cold cache"
     except OSError:
         cache = "warm cache"
-    _, _, seen = run([streamctl, "-v", "run", toml, "--from-savepoint", savepoint, "--savepoint-on-exit"], env,
-                     ["records flowing"])
+    seen = run([streamctl, "-v", "run", toml, "--from-savepoint", savepoint, "--savepoint-on-exit"], env,
+               ["records flowing"]).seen
     restore = seen["records flowing"] - startup
-    verify, _, _ = run([streamctl, "snapshot", "verify", savepoint], env)
+    verify = run([streamctl, "snapshot", "verify", savepoint], env).wall
     print(f"  restore:                 {restore:6.2f} s beyond a start-up of {startup:.2f} s ({cache}); "
           f"reading and decompressing the files (snapshot verify): {verify:.2f} s; ratio {restore / verify:.2f}")
 
-    if skip_rescale:
-        return
-    endless = pipeline(work, name + "-rescale", keys, records * 1000)
+    if changing:
+        steady(streamctl, work, env, name, keys, records, savepoint, load_rate, args, changing)
+    if not args.skip_rescale:
+        rescale(streamctl, work, env, name, keys, records)
+
+def steady(streamctl, work, env, name, keys, loaded, savepoint, load_rate, args, changing):
+    """The steady phase after the load: see the module's docstring."""
+    phase = int(args.rate * args.seconds) if args.rate else int(load_rate * args.seconds)
+    print(f"  steady phase: {phase:,} records after the load, "
+          + (f"at {args.rate:,.0f} records/s" if args.rate else "unlimited rate")
+          + f", from the savepoint; phase = run of them minus run of none")
+    for percent in changing:
+        subset = max(1, round(keys * percent / 100))
+        key = f"if(seq < {loaded}, seq % {keys}, ((hash(seq) % {subset} + {subset}) % {subset}) * {keys} / {subset})"
+        figures = {}
+        for label, extra in (("no checkpoints", []), ("checkpoint every 1 s", ["--set", "checkpoint.interval=1s"])):
+            # The same name as the load, so that the savepoint's job is this one; runs one at a time.
+            base = pipeline(work, name, keys, loaded, key, args.rate)
+            base_runs = runs(args.runs, [streamctl, "-vv", "run", base, "--from-savepoint", savepoint] + extra, env)
+            full = pipeline(work, name, keys, loaded + phase, key, args.rate)
+            full_runs = runs(args.runs, [streamctl, "-vv", "run", full, "--from-savepoint", savepoint] + extra, env)
+            wall = median([r.wall for r in full_runs]) - median([r.wall for r in base_runs])
+            cpu = median([r.cpu for r in full_runs]) - median([r.cpu for r in base_runs])
+            figures[label] = (wall, cpu, full_runs)
+        print(f"  -- {percent:g}% of keys changing per second: keys drawn from {subset:,} of {keys:,}")
+        for label, (wall, cpu, _) in figures.items():
+            if wall <= 0 or cpu <= 0:
+                print(f"    {label + ':':24} phase too short to measure (wall {wall:+.2f} s, CPU {cpu:+.2f} s); "
+                      f"raise --seconds")
+                continue
+            print(f"    {label + ':':24} {wall:6.2f} s  {phase / wall:12,.0f} records/s  "
+                  f"(CPU {cpu:.2f} s, {phase / cpu:,.0f} records/CPU s)")
+        (wall, cpu, _), (twall, tcpu, _) = figures.values()
+        if min(wall, cpu, twall, tcpu) > 0:
+            print(f"    checkpoints cost {100 * (twall - wall) / wall:+.1f}% wall time, {100 * (tcpu - cpu) / cpu:+.1f}% CPU")
+            per_second = args.rate or phase / twall
+            touched = percent * (1 - math.exp(-per_second / subset))
+            print(f"    {per_second:,.0f} records a second with checkpoints: about {touched:.2f}% of the keys "
+                  f"touched between two checkpoints (at most {percent:g}%)")
+        print(f"    {describe_checkpoints(*checkpoints([r.log for r in figures['checkpoint every 1 s'][2]]))}")
+
+def rescale(streamctl, work, env, name, keys, records):
+    job = name + "-rescale"
+    endless = pipeline(work, job, keys, records * 1000)
     p = subprocess.Popen([streamctl, "-v", "run", endless], env=env, stdout=subprocess.DEVNULL,
                          stderr=open(os.path.join(work, "rescale.log"), "w"))
     try:
         while True:
             time.sleep(0.5)
-            st = subprocess.run([streamctl, "status", name + "-rescale", "--json"], env=env, capture_output=True, text=True)
+            if p.poll() is not None:
+                sys.exit(f"the rescale job ended early (exit {p.returncode}); see {work}/rescale.log")
+            st = subprocess.run([streamctl, "status", job, "--json"], env=env, capture_output=True, text=True)
             if st.returncode != 0:
                 continue
             ops = {o["name"]: o for o in json.loads(st.stdout)["operators"]}
             if sum(s["records_in"] for s in ops["per_key"]["subtasks"]) >= records:
                 break
-        r = subprocess.run([streamctl, "rescale", name + "-rescale", "--parallelism", "2"], env=env,
-                           capture_output=True, text=True)
-        m = re.search(r"downtime (\d+) ms", r.stderr)
-        print(f"  rescale 1 -> 2 subtasks: downtime {m.group(1) if m else '?'} ms" + ("" if m else f" ({r.stderr.strip()})"))
+        for before, after in ((1, 2), (2, 1)):
+            r = subprocess.run([streamctl, "rescale", job, "--parallelism", str(after)], env=env,
+                               capture_output=True, text=True)
+            m = re.search(r"downtime (\d+) ms", r.stderr)
+            print(f"  rescale {before} -> {after} subtasks: downtime {m.group(1) if m else '?'} ms"
+                  + ("" if m else f" ({r.stderr.strip()})"))
     finally:
-        subprocess.run([streamctl, "cancel", name + "-rescale"], env=env, capture_output=True)
+        subprocess.run([streamctl, "cancel", job], env=env, capture_output=True)
         p.wait()
 
-def raw_bytes(text, savepoint, streamctl, env):
+def raw_bytes(savepoint, streamctl, env):
     total = 0
     for path in glob.glob(os.path.join(savepoint, "*.snap")):
         out = subprocess.run([streamctl, "snapshot", "inspect", "--json", path], env=env, capture_output=True, text=True)
