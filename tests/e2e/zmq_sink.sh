@@ -78,11 +78,21 @@ pipeline lonely PUB "$endpoint" 20000 0 >"$WORK/lonely.toml"
 run_expect 0 timeout 20 "$STREAMCTL" run "$WORK/lonely.toml"
 
 # PUSH to a peer that never comes: the end of the job waits `linger` for the queued messages,
-# then drops them, and says so.
-endpoint="tcp://127.0.0.1:$(free_port)"
+# then drops them, and says so. The port is held by a socket that never listens (connections
+# to it are refused): one from free_port is free only when asked, and a test running beside
+# this one once bound its own PULL peer to it and took the messages.
+python3 -c 'import socket, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1], flush=True)
+time.sleep(120)' >"$WORK/held_port" &
+held=$!
+until [[ -s $WORK/held_port ]]; do sleep 0.05; done
+endpoint="tcp://127.0.0.1:$(cat "$WORK/held_port")"
 pipeline nobody PUSH "$endpoint" 10 0 >"$WORK/nobody.toml"
 echo 'linger = "300ms"' >>"$WORK/nobody.toml"
 run_expect 0 timeout 20 "$STREAMCTL" run "$WORK/nobody.toml"
+kill $held
 assert_contains "$WORK/err" "sink 'out': messages were still queued for '$endpoint' when \`linger\` (300 ms) ran out"
 
 # Validation: a socket type the sink does not have, a missing endpoint.
