@@ -835,3 +835,15 @@ TEST_CASE("a sliding window names every key group whose state changed since it w
     check_changed_groups_cover_changes(Scenario{
         window_toml("{ kind = \"sliding\", size = \"2s\", slide = \"500ms\" }"), single_input_steps(seed)});
 }
+
+TEST_CASE("a reduce names every key group whose state changed since it was last asked",
+          "[restore][reduce][incremental]") {
+  for (std::uint64_t seed : {15u, 16u}) {
+    Scenario s;
+    s.toml = streamctl::testing::single_operator_pipeline(
+        "type = \"reduce\"\nkey = [\"k\"]\naggregates = { n = \"count()\", s = \"sum(v)\", "
+        "d = \"count_distinct(v)\" }\n");
+    s.steps = single_input_steps(seed);
+    check_changed_groups_cover_changes(s);
+  }
+}
