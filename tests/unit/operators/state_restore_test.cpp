@@ -847,3 +847,18 @@ TEST_CASE("a reduce names every key group whose state changed since it was last 
     check_changed_groups_cover_changes(s);
   }
 }
+
+TEST_CASE("a session window names every key group whose state changed since it was last asked",
+          "[restore][window][incremental]") {
+  for (std::uint64_t seed : {17u, 18u})
+    check_changed_groups_cover_changes(
+        Scenario{window_toml("{ kind = \"session\", gap = \"700ms\" }"), single_input_steps(seed)});
+}
+
+TEST_CASE("an exact dedup names every key group whose state changed since it was last asked",
+          "[restore][dedup][incremental]") {
+  for (std::uint64_t seed : {19u, 20u})
+    check_changed_groups_cover_changes(Scenario{
+        streamctl::testing::single_operator_pipeline("type = \"dedup\"\nkey = [\"k\"]\nwithin = \"700ms\"\n"),
+        single_input_steps(seed)});
+}
