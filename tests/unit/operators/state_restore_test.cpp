@@ -862,3 +862,12 @@ TEST_CASE("an exact dedup names every key group whose state changed since it was
         streamctl::testing::single_operator_pipeline("type = \"dedup\"\nkey = [\"k\"]\nwithin = \"700ms\"\n"),
         single_input_steps(seed)});
 }
+
+TEST_CASE("a window join and an interval join name every key group whose state changed",
+          "[restore][join][incremental]") {
+  check_changed_groups_cover_changes(join_scenario("window = { kind = \"tumbling\", size = \"1s\" }\n", false, 21));
+  check_changed_groups_cover_changes(
+      join_scenario("window = { kind = \"sliding\", size = \"2s\", slide = \"500ms\" }\n", false, 22));
+  check_changed_groups_cover_changes(
+      join_scenario("interval = { lower = \"-500ms\", upper = \"300ms\" }\n", false, 23));
+}
