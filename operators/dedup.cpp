@@ -12,6 +12,7 @@
 #include "operators/field_reads.hpp"
 #include "operators/key_fields.hpp"
 #include "pipeline/spec/pipeline_spec.hpp"
+#include "state/changed_groups.hpp"
 #include "state/error.hpp"
 #include "state/key_codec.hpp"
 #include "state/key_group.hpp"
@@ -57,7 +58,15 @@ public:
     } else {
       kept_.emplace(range, max_parallelism);
       timers_.emplace(range, max_parallelism);
+      changed_ = state::ChangedGroups(range);
     }
+  }
+
+  // Exact only: a Bloom filter's generations turn over in every group at once.
+  bool take_changed_key_groups(std::vector<std::uint32_t>& out) override {
+    if (!kept_) return false;
+    changed_.take(out);
+    return true;
   }
 
   void process(const state::Batch& in, state::Batch& out) override {
@@ -77,6 +86,7 @@ public:
         continue;
       }
       const std::uint64_t hash = state::hash_key_bytes(key_bytes_);
+      if (kept_) changed_.mark(state::key_group_of(hash, kept_->max_parallelism()));
       bool keep = config_.bloom ? keep_bloom(hash, t) : keep_exact(hash, t, processing_time);
       if (keep) out.add_shared(record);
     }
@@ -302,6 +312,7 @@ private:
 
   // A timer at kept + within fired: forget the key unless its reference has moved on since.
   void expire(std::string_view key, std::uint64_t hash, std::int64_t timestamp) {
+    changed_.mark(state::key_group_of(hash, kept_->max_parallelism())); // its timer went, at least
     const std::int64_t* kept = kept_->find(key, hash);
     if (kept != nullptr && saturating_add(*kept, config_.within_ms) <= timestamp) kept_->erase(key, hash);
   }
@@ -317,6 +328,7 @@ private:
   // exact: the time of each key's reference record, and its expiry timer.
   std::optional<state::KeyedMap<std::int64_t>> kept_;
   std::optional<state::TimerService> timers_;
+  state::ChangedGroups changed_; // exact: since the last incremental checkpoint
   // bloom: the filters of each key group.
   std::optional<KeyedBloomGenerations> bloom_;
   std::string key_bytes_; // scratch

@@ -14,6 +14,7 @@
 #include "operators/partition_key.hpp"
 #include "pipeline/spec/projection.hpp"
 #include "pipeline/spec/units.hpp"
+#include "state/changed_groups.hpp"
 #include "state/error.hpp"
 #include "state/key_codec.hpp"
 #include "state/key_group.hpp"
@@ -87,8 +88,14 @@ public:
                           : state::key_group_range(ctx.subtask, ctx.parallelism, max_parallelism);
     entries_.emplace(range, max_parallelism);
     timers_.emplace(range, max_parallelism);
+    if (!config_.broadcast) changed_ = state::ChangedGroups(range); // broadcast: subtask state only
     state::Value null = state::Value::null();
     state::encode_key(std::span<const state::Value>(&null, 1), *ctx.names, null_key_);
+  }
+
+  bool take_changed_key_groups(std::vector<std::uint32_t>& out) override {
+    changed_.take(out);
+    return true;
   }
 
   // A batch that does not say its input counts as the left side's.
@@ -431,6 +438,8 @@ private:
       return false;
     }
     hash_ = state::hash_key_bytes(key_);
+    // Every record with a key goes into the key's state (or is counted late against it).
+    changed_.mark(state::key_group_of(hash_, timers_->max_parallelism()));
     return true;
   }
 
@@ -619,6 +628,7 @@ private:
     eval_.arena = &out.arena();
     eval_.now_ms = ctx_.now_ms();
     auto fire = [&](std::string_view key, std::uint64_t hash, std::int64_t at, std::int64_t tag) {
+      changed_.mark(state::key_group_of(hash, timers_->max_parallelism())); // its timer went, at least
       if (config_.window)
         fire_window(domain, key, hash, at, tag, out);
       else
@@ -642,6 +652,7 @@ private:
   JoinOutput output_;
   std::optional<state::KeyedMap<JoinEntry>> entries_;
   std::optional<state::TimerService> timers_;
+  state::ChangedGroups changed_; // since the last incremental checkpoint
 
   // Scratch, per subtask.
   std::string null_key_;   // the encoding of the null key

@@ -13,6 +13,7 @@
 #include "operators/wall_clock.hpp"
 #include "pipeline/spec/pipeline_spec.hpp"
 #include "state/key_codec.hpp"
+#include "state/changed_groups.hpp"
 #include "state/key_group.hpp"
 #include "state/keyed_map.hpp"
 #include "state/state_codec.hpp"
@@ -73,6 +74,12 @@ public:
     Operator::open(ctx);
     auto max_parallelism = static_cast<std::uint32_t>(ctx.pipeline->max_parallelism);
     rows_.emplace(state::key_group_range(ctx.subtask, ctx.parallelism, max_parallelism), max_parallelism);
+    changed_ = state::ChangedGroups(rows_->key_group_range());
+  }
+
+  bool take_changed_key_groups(std::vector<std::uint32_t>& out) override {
+    changed_.take(out);
+    return true;
   }
 
   void process(const state::Batch& in, state::Batch& out) override {
@@ -87,6 +94,7 @@ public:
         continue;
       }
       std::uint64_t hash = state::hash_key_bytes(key_bytes_);
+      changed_.mark(state::key_group_of(hash, rows_->max_parallelism()));
       bool inserted = false;
       Row& row = rows_->get_or_insert(key_bytes_, hash, &inserted);
       if (inserted) row.create(aggregates_);
@@ -184,7 +192,10 @@ public:
 private:
   void expire(std::int64_t now) {
     last_sweep_ = now;
-    rows_->erase_if([&](std::string_view, Row& row) { return now - row.last_seen() >= ttl_ms_; });
+    const state::KeyGroupRange range = rows_->key_group_range();
+    for (std::uint32_t group = range.first; group < range.end; ++group)
+      if (rows_->erase_if_in_group(group, [&](std::string_view, Row& row) { return now - row.last_seen() >= ttl_ms_; }) > 0)
+        changed_.mark(group);
   }
 
   KeyFields key_;
@@ -192,6 +203,7 @@ private:
   std::int64_t ttl_ms_;
   std::int64_t last_sweep_ = 0;
   std::optional<state::KeyedMap<Row>> rows_;
+  state::ChangedGroups changed_; // since the last incremental checkpoint
   std::string key_bytes_;
   state::RecordBuilder builder_;
   pipeline::EvalContext eval_;

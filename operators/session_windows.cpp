@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "operators/bad_record.hpp"
+#include "state/changed_groups.hpp"
 #include "state/key_group.hpp"
 #include "state/key_codec.hpp"
 #include "state/keyed_map.hpp"
@@ -98,6 +99,12 @@ public:
     event_sessions_.emplace(range, max_parallelism);
     processing_sessions_.emplace(range, max_parallelism);
     timers_.emplace(range, max_parallelism);
+    changed_ = state::ChangedGroups(range);
+  }
+
+  bool take_changed_key_groups(std::vector<std::uint32_t>& out) override {
+    changed_.take(out);
+    return true;
   }
 
   void process(const state::Batch& in, state::Batch& out) override {
@@ -116,6 +123,7 @@ public:
         continue;
       }
       const std::uint64_t hash = state::hash_key_bytes(key_bytes_);
+      changed_.mark(state::key_group_of(hash, timers_->max_parallelism()));
       const std::int64_t end = t + window_.gap;
       SessionMap& map = event ? *event_sessions_ : *processing_sessions_;
       Sessions* sessions = map.find(key_bytes_, hash);
@@ -340,6 +348,7 @@ private:
   // the advance that fired it (INT64_MIN for processing time, which has no lateness).
   void fire(SessionMap& map, bool event, std::int64_t before, std::string_view key,
             std::uint64_t hash, std::int64_t time, std::int64_t start, state::Batch& out) {
+    changed_.mark(state::key_group_of(hash, timers_->max_parallelism())); // its timer went, at least
     Sessions* sessions = map.find(key, hash);
     if (sessions == nullptr) return; // stale
     auto& list = sessions->list;
@@ -375,6 +384,7 @@ private:
   std::optional<SessionMap> event_sessions_;
   std::optional<SessionMap> processing_sessions_;
   std::optional<state::TimerService> timers_;
+  state::ChangedGroups changed_; // since the last incremental checkpoint
 };
 
 } // namespace

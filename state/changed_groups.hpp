@@ -21,6 +21,7 @@ public:
   explicit ChangedGroups(KeyGroupRange range) : range_(range), marked_(range.size(), 0) {}
 
   void mark(std::uint32_t key_group) {
+    if (!range_.contains(key_group)) return; // not this subtask's to write (a default-made one: none is)
     std::uint8_t& flag = marked_[key_group - range_.first];
     if (flag) return;
     flag = 1;

@@ -11,10 +11,9 @@ SEED=${INCREMENTAL_SEED:-$(($(date +%s%N) % 1000000000 + 1))}
 RANDOM=$SEED
 trap 'code=$?; ((code == 0)) || echo "checkpoint_incremental: seed $SEED (rerun with INCREMENTAL_SEED=$SEED)" >&2; cleanup' EXIT
 
-# slow_key changes every 300 records, so most key groups of `growing` are untouched between
-# two checkpoints (what an incremental checkpoint leaves out); `ticks` fires every 250 ms and
-# touches many groups; `running` (a reduce) does not track changes and is written whole each
-# time. All into one file sink of two subtasks.
+# slow_key changes every 300 records, so most key groups of `growing` and `running` (a reduce)
+# are untouched between two checkpoints (what an incremental checkpoint leaves out); `ticks`
+# fires every 250 ms and touches many groups. All into one file sink of two subtasks.
 pipeline() { # NAME OUT
   cat <<TOML
 name = "$1"

@@ -835,3 +835,39 @@ TEST_CASE("a sliding window names every key group whose state changed since it w
     check_changed_groups_cover_changes(Scenario{
         window_toml("{ kind = \"sliding\", size = \"2s\", slide = \"500ms\" }"), single_input_steps(seed)});
 }
+
+TEST_CASE("a reduce names every key group whose state changed since it was last asked",
+          "[restore][reduce][incremental]") {
+  for (std::uint64_t seed : {15u, 16u}) {
+    Scenario s;
+    s.toml = streamctl::testing::single_operator_pipeline(
+        "type = \"reduce\"\nkey = [\"k\"]\naggregates = { n = \"count()\", s = \"sum(v)\", "
+        "d = \"count_distinct(v)\" }\n");
+    s.steps = single_input_steps(seed);
+    check_changed_groups_cover_changes(s);
+  }
+}
+
+TEST_CASE("a session window names every key group whose state changed since it was last asked",
+          "[restore][window][incremental]") {
+  for (std::uint64_t seed : {17u, 18u})
+    check_changed_groups_cover_changes(
+        Scenario{window_toml("{ kind = \"session\", gap = \"700ms\" }"), single_input_steps(seed)});
+}
+
+TEST_CASE("an exact dedup names every key group whose state changed since it was last asked",
+          "[restore][dedup][incremental]") {
+  for (std::uint64_t seed : {19u, 20u})
+    check_changed_groups_cover_changes(Scenario{
+        streamctl::testing::single_operator_pipeline("type = \"dedup\"\nkey = [\"k\"]\nwithin = \"700ms\"\n"),
+        single_input_steps(seed)});
+}
+
+TEST_CASE("a window join and an interval join name every key group whose state changed",
+          "[restore][join][incremental]") {
+  check_changed_groups_cover_changes(join_scenario("window = { kind = \"tumbling\", size = \"1s\" }\n", false, 21));
+  check_changed_groups_cover_changes(
+      join_scenario("window = { kind = \"sliding\", size = \"2s\", slide = \"500ms\" }\n", false, 22));
+  check_changed_groups_cover_changes(
+      join_scenario("interval = { lower = \"-500ms\", upper = \"300ms\" }\n", false, 23));
+}
