@@ -91,7 +91,16 @@ assert_contains "$WORK/err" "the job has no node 'dbll'; did you mean 'dbl'?"
 run_expect 2 "$STREAMCTL" tap "$id" dbl --sample 0
 assert_contains "$WORK/err" "--sample must be above 0"
 
-# A tap with no limit goes on across a restart and ends with the job.
+# A tap with no limit goes on across a restart and ends with the job: a job of its own,
+# started now, so that it still runs however long the taps above took (under the sanitizers
+# on a busy machine the first job had finished before this tap could start).
+first=$id
+sed -e 's/^name = "tapped"/name = "tapped-long"/' -e "s|$WORK/committed|$WORK/committed-long|" \
+  "$WORK/p.toml" >"$WORK/long.toml"
+run_expect 0 "$STREAMCTL" -v run "$WORK/long.toml" --detach
+id=$(cat "$WORK/out")
+log="$STREAMCTL_STATE_DIR/jobs/$id/log"
+wait_for_text "$log" "records flowing"
 "$STREAMCTL" tap "$id" dbl >"$WORK/long-out" 2>"$WORK/long-err" &
 tap_pid=$!
 wait_for_text "$WORK/long-err" "tapping 'dbl'"
@@ -124,8 +133,16 @@ for l in open(sys.argv[1]):
     assert r["double"] == 2 * r["seq"], l
 PY
 
-# The job's output is what it is without a tap: every record once, despite the kill.
-python3 - "$WORK/committed" "$records" <<'PY' || fail "the job's output changed"
+# The first job ends on its own.
+for _ in $(seq 600); do
+  grep -q '"state": "finished"' "$STREAMCTL_STATE_DIR/jobs/$first/job.json" && break
+  sleep 0.1
+done
+assert_contains "$STREAMCTL_STATE_DIR/jobs/$first/job.json" '"state": "finished"'
+
+# The jobs' output is what it is without a tap: every record once, despite the kill.
+for committed in "$WORK/committed" "$WORK/committed-long"; do
+  python3 - "$committed" "$records" <<'PY' || fail "the output in $committed changed"
 import glob, json, sys
 seqs = []
 for path in glob.glob(sys.argv[1] + "/part-*"):
@@ -137,9 +154,10 @@ n = int(sys.argv[2])
 if sorted(seqs) != list(range(n)):
     sys.exit(f"{len(seqs)} records, {len(set(seqs))} distinct; expected 0..{n - 1} once each")
 PY
+done
 
 # An ended job: says so, as status and stop do.
-run_expect 2 "$STREAMCTL" tap "$id" dbl
-assert_contains "$WORK/err" "job $id is not running (it is finished)"
+run_expect 2 "$STREAMCTL" tap "$first" dbl
+assert_contains "$WORK/err" "job $first is not running (it is finished)"
 assert_no_processes_left
 echo ok
