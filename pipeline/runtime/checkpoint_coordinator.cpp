@@ -1,7 +1,5 @@
 #include "pipeline/runtime/checkpoint_coordinator.hpp"
 
-#include "pipeline/runtime/incremental_snapshots.hpp"
-
 #include <ctime>
 
 #include "operators/wall_clock.hpp"
