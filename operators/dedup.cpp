@@ -4,7 +4,7 @@
 #include <limits>
 #include <optional>
 #include <sstream>
-#include <unordered_set>
+#include <memory>
 #include <vector>
 
 #include "operators/bad_record.hpp"
@@ -17,6 +17,7 @@
 #include "state/key_codec.hpp"
 #include "state/key_group.hpp"
 #include "state/keyed_map.hpp"
+#include "state/owned_timers.hpp"
 #include "state/state_codec.hpp"
 #include "state/timer_service.hpp"
 
@@ -179,82 +180,53 @@ public:
   }
 
   Result<void> restore_key_group(std::uint32_t key_group, std::string_view data) override {
+    if (!bloom_) {
+      auto load = load_exact_group(key_group, data);
+      if (!load) return Failure{load.error()};
+      return (*load)->install();
+    }
     const auto failed = [&](const std::string& why) -> Result<void> {
       return fail("operator '" + (ctx_.node ? ctx_.node->name : std::string("?")) +
                   "' (dedup): cannot restore key group " + std::to_string(key_group) + ": " + why);
     };
     state::StateReader r(data);
     std::int64_t within = 0;
-    if (!r.header(config_.bloom ? 'B' : 'D') || !r.zigzag(within)) return failed(r.error());
+    if (!r.header('B') || !r.zigzag(within)) return failed(r.error());
     if (within != config_.within_ms)
       return failed("'within' was " + std::to_string(within) + "ms, this node's is " +
                     std::to_string(config_.within_ms) + "ms");
-    if (bloom_) {
-      if (!bloom_->key_group_range().contains(key_group))
-        return failed("not a key group of this subtask");
-      std::uint64_t bits, hashes, n;
-      if (!r.varint(bits) || !r.varint(hashes) || !r.varint(n)) return failed(r.error());
-      if (bits != bloom_->sizing().bits || hashes != bloom_->sizing().hashes)
-        return failed("the Bloom filters were sized otherwise (expected_keys, "
-                      "false_positive_rate or max_parallelism changed)");
-      if (n > 2) return failed("more than two filters");
-      std::vector<std::pair<std::int64_t, std::string_view>> filters;
-      for (std::uint64_t k = 0; k < n; ++k) {
-        std::int64_t generation;
-        if (!r.zigzag(generation)) return failed(r.error());
-        if (r.remaining() < bits / 8) return failed("truncated");
-        filters.emplace_back(generation, r.rest().substr(0, bits / 8));
-        r.skip(bits / 8);
-      }
-      if (n == 2 && (filters[0].first & 1) == (filters[1].first & 1))
-        return failed("two filters for one slot");
-      if (!r.at_end()) return failed(std::to_string(r.remaining()) + " bytes after the state");
-      for (const auto& [generation, bytes] : filters)
-        if (!bloom_->restore_filter(key_group, generation, bytes))
-          return failed("a filter that does not fit (restored twice?)");
-      return {};
-    }
-    if (!kept_ || !kept_->key_group_range().contains(key_group))
+    if (!bloom_->key_group_range().contains(key_group))
       return failed("not a key group of this subtask");
-    if (kept_->group_size(key_group) != 0) return failed("restored twice");
-    const std::uint32_t max_parallelism = kept_->max_parallelism();
-    std::uint64_t n;
-    if (!r.count(n, 2)) return failed(r.error());
-    struct Parsed {
-      std::string_view key;
-      std::uint64_t hash;
-      std::int64_t kept;
-    };
-    std::vector<Parsed> parsed;
-    parsed.reserve(n);
-    std::unordered_set<std::string_view> seen;
+    std::uint64_t bits, hashes, n;
+    if (!r.varint(bits) || !r.varint(hashes) || !r.varint(n)) return failed(r.error());
+    if (bits != bloom_->sizing().bits || hashes != bloom_->sizing().hashes)
+      return failed("the Bloom filters were sized otherwise (expected_keys, "
+                    "false_positive_rate or max_parallelism changed)");
+    if (n > 2) return failed("more than two filters");
+    std::vector<std::pair<std::int64_t, std::string_view>> filters;
     for (std::uint64_t k = 0; k < n; ++k) {
-      Parsed p{};
-      if (!r.bytes(p.key) || !r.zigzag(p.kept)) return failed(r.error());
-      if (!state::valid_key_bytes(p.key, *ctx_.names)) return failed("a malformed key");
-      p.hash = state::hash_key_bytes(p.key);
-      if (state::key_group_of(p.hash, max_parallelism) != key_group)
-        return failed("a key of another key group");
-      if (!seen.insert(p.key).second) return failed("a key twice");
-      parsed.push_back(p);
+      std::int64_t generation;
+      if (!r.zigzag(generation)) return failed(r.error());
+      if (r.remaining() < bits / 8) return failed("truncated");
+      filters.emplace_back(generation, r.rest().substr(0, bits / 8));
+      r.skip(bits / 8);
     }
-    std::vector<state::StoredTimer> timers;
-    if (!r.timers(timers)) return failed(r.error());
-    for (const auto& t : timers)
-      if (state::key_group_of(state::hash_key_bytes(t.key), max_parallelism) != key_group)
-        return failed("a timer of another key group");
+    if (n == 2 && (filters[0].first & 1) == (filters[1].first & 1))
+      return failed("two filters for one slot");
     if (!r.at_end()) return failed(std::to_string(r.remaining()) + " bytes after the state");
-    kept_->reserve_group(key_group, parsed.size());
-    for (const auto& p : parsed)
-      kept_->try_emplace(p.key, p.hash, p.kept);
-    for (const auto& t : timers) {
-      const std::uint64_t hash = state::hash_key_bytes(t.key);
-      if (t.domain == state::TimeDomain::EventTime)
-        timers_->register_event_time(t.key, hash, t.timestamp, t.tag);
-      else
-        timers_->register_processing_time(t.key, hash, t.timestamp, t.tag);
-    }
+    for (const auto& [generation, bytes] : filters)
+      if (!bloom_->restore_filter(key_group, generation, bytes))
+        return failed("a filter that does not fit (restored twice?)");
     return {};
+  }
+
+  // Exact dedup's groups load on helper threads; Bloom filters (restore_filter) on the task's.
+  Result<std::unique_ptr<KeyGroupLoad>> load_key_group(std::uint32_t key_group,
+                                                       std::string_view data) const override {
+    if (bloom_) return std::unique_ptr<KeyGroupLoad>{};
+    auto load = load_exact_group(key_group, data);
+    if (!load) return Failure{load.error()};
+    return std::unique_ptr<KeyGroupLoad>(std::move(*load));
   }
 
   void snapshot_subtask_state(std::string& out) const override {
@@ -284,6 +256,75 @@ public:
   }
 
 private:
+  using Kept = state::KeyedMap<std::int64_t>;
+
+  // One key group's kept keys and expiry timers, decoded apart from the operator
+  // (Operator::KeyGroupLoad): built on a helper thread, handed over on the task thread. The
+  // timers' keys are copied, since the segment they were read from goes before install().
+  class GroupLoad final : public KeyGroupLoad {
+  public:
+    GroupLoad(Dedup& self, std::uint32_t group)
+        : self_(self), group_(group), kept_({group, group + 1}, self.kept_->max_parallelism()) {}
+
+    Result<void> install() override {
+      if (self_.kept_->group_size(group_) != 0) return self_.restore_failure(group_, "restored twice");
+      if (kept_.size() != 0) self_.kept_->adopt_group(group_, kept_);
+      timers_.register_all(*self_.timers_);
+      return {};
+    }
+
+    Dedup& self_;
+    std::uint32_t group_;
+    Kept kept_;
+    state::OwnedTimers timers_;
+  };
+
+  Failure restore_failure(std::uint32_t key_group, const std::string& why) const {
+    return Failure{"operator '" + (ctx_.node ? ctx_.node->name : std::string("?")) +
+                   "' (dedup): cannot restore key group " + std::to_string(key_group) + ": " + why};
+  }
+
+  // Decodes an exact dedup's key-group segment. Safe on any thread while the task thread does
+  // anything but snapshot or process: it reads the configuration only and builds its own map,
+  // sized once from the count; the map finds a key written twice.
+  Result<std::unique_ptr<GroupLoad>> load_exact_group(std::uint32_t key_group, std::string_view data) const {
+    const auto failed = [&](const std::string& why) -> Failure { return restore_failure(key_group, why); };
+    state::StateReader r(data);
+    std::int64_t within = 0;
+    if (!r.header('D') || !r.zigzag(within)) return failed(r.error());
+    if (within != config_.within_ms)
+      return failed("'within' was " + std::to_string(within) + "ms, this node's is " +
+                    std::to_string(config_.within_ms) + "ms");
+    if (!kept_ || !kept_->key_group_range().contains(key_group))
+      return failed("not a key group of this subtask");
+    const std::uint32_t max_parallelism = kept_->max_parallelism();
+    std::uint64_t n;
+    if (!r.count(n, 2)) return failed(r.error());
+    auto load = std::make_unique<GroupLoad>(const_cast<Dedup&>(*this), key_group);
+    if (n > 0) load->kept_.reserve_group(key_group, n);
+    state::FieldNames names; // keys are only checked here: their names need not be the task's
+    for (std::uint64_t k = 0; k < n; ++k) {
+      std::string_view key;
+      std::int64_t kept;
+      if (!r.bytes(key) || !r.zigzag(kept)) return failed(r.error());
+      if (!state::valid_key_bytes(key, names)) return failed("a malformed key");
+      const std::uint64_t hash = state::hash_key_bytes(key);
+      if (state::key_group_of(hash, max_parallelism) != key_group)
+        return failed("a key of another key group");
+      if (!load->kept_.try_emplace(key, hash, kept).second) return failed("a key twice");
+    }
+    std::vector<state::StoredTimer> timers;
+    if (!r.timers(timers)) return failed(r.error());
+    load->timers_.reserve(timers.size());
+    for (const auto& t : timers) {
+      if (state::key_group_of(state::hash_key_bytes(t.key), max_parallelism) != key_group)
+        return failed("a timer of another key group");
+      load->timers_.add(t);
+    }
+    if (!r.at_end()) return failed(std::to_string(r.remaining()) + " bytes after the state");
+    return load;
+  }
+
   // |t - kept| < within, without overflow for any two times.
   bool is_duplicate(std::int64_t t, std::int64_t kept) const {
     std::uint64_t distance = t >= kept ? static_cast<std::uint64_t>(t) - static_cast<std::uint64_t>(kept)

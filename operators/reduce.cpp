@@ -1,9 +1,9 @@
 #include "operators/reduce.hpp"
 
 #include <chrono>
+#include <memory>
 #include <new>
 #include <optional>
-#include <unordered_set>
 
 #include "operators/aggregates.hpp"
 #include "operators/bad_record.hpp"
@@ -142,54 +142,82 @@ public:
   }
 
   Result<void> restore_key_group(std::uint32_t key_group, std::string_view data) override {
-    auto failed = [&](const std::string& why) -> Result<void> {
-      return fail("operator '" + (ctx_.node ? ctx_.node->name : std::string("?")) +
-                  "' (reduce): cannot restore key group " + std::to_string(key_group) + ": " + why);
-    };
+    auto load = load_group(key_group, data);
+    if (!load) return Failure{load.error()};
+    return (*load)->install();
+  }
+
+  Result<std::unique_ptr<KeyGroupLoad>> load_key_group(std::uint32_t key_group,
+                                                       std::string_view data) const override {
+    auto load = load_group(key_group, data);
+    if (!load) return Failure{load.error()};
+    return std::unique_ptr<KeyGroupLoad>(std::move(*load));
+  }
+
+private:
+  using Rows = state::KeyedMap<Row>;
+
+  // One key group's rows, decoded into a map of that group alone (Operator::KeyGroupLoad):
+  // built on a helper thread, adopted by the operator's map on the task thread.
+  class GroupLoad final : public KeyGroupLoad {
+  public:
+    GroupLoad(Reduce& self, std::uint32_t group)
+        : self_(self), group_(group), rows_({group, group + 1}, self.rows_->max_parallelism()) {}
+
+    Result<void> install() override {
+      if (self_.rows_->group_size(group_) != 0) return self_.restore_failure(group_, "restored twice");
+      if (rows_.size() != 0) self_.rows_->adopt_group(group_, rows_);
+      return {};
+    }
+
+    Reduce& self_;
+    std::uint32_t group_;
+    Rows rows_;
+  };
+
+  Failure restore_failure(std::uint32_t key_group, const std::string& why) const {
+    return Failure{"operator '" + (ctx_.node ? ctx_.node->name : std::string("?")) +
+                   "' (reduce): cannot restore key group " + std::to_string(key_group) + ": " + why};
+  }
+
+  // Decodes a key-group segment. Safe on any thread while the task thread does anything but
+  // snapshot or process: it reads the operator's configuration only (Aggregates' init and
+  // deserialize use no scratch) and builds a map of its own, sized once from the count; the
+  // map finds a key written twice.
+  Result<std::unique_ptr<GroupLoad>> load_group(std::uint32_t key_group, std::string_view data) const {
+    const auto failed = [&](const std::string& why) -> Failure { return restore_failure(key_group, why); };
     if (!rows_ || !rows_->key_group_range().contains(key_group))
       return failed("not a key group of this subtask");
-    if (rows_->group_size(key_group) != 0) return failed("restored twice");
     state::StateReader r(data);
     std::uint8_t has_last_seen = 0;
     std::uint64_t n = 0;
     if (!r.header('R') || !r.u8(has_last_seen) || !r.count(n, 2)) return failed(r.error());
     if (has_last_seen > 1) return failed("bad flags byte");
-    struct Parsed {
-      std::string_view key;
-      std::uint64_t hash;
-      Row row;
-    };
-    std::vector<Parsed> parsed;
-    parsed.reserve(n);
-    std::unordered_set<std::string_view> seen;
+    auto load = std::make_unique<GroupLoad>(const_cast<Reduce&>(*this), key_group);
+    if (n > 0) load->rows_.reserve_group(key_group, n);
+    state::FieldNames names; // keys are only checked here: their names need not be the task's
     const std::int64_t now = wall_clock_ms();
     for (std::uint64_t k = 0; k < n; ++k) {
       std::string_view key;
       if (!r.bytes(key)) return failed(r.error());
-      if (!state::valid_key_bytes(key, *ctx_.names)) return failed("a malformed key");
+      if (!state::valid_key_bytes(key, names)) return failed("a malformed key");
       const std::uint64_t hash = state::hash_key_bytes(key);
       if (state::key_group_of(hash, rows_->max_parallelism()) != key_group)
         return failed("a key of another key group");
-      if (!seen.insert(key).second) return failed("a key twice");
       std::int64_t last_seen = now;
       if (has_last_seen == 1 && !r.zigzag(last_seen)) return failed(r.error());
-      Row row;
-      row.create(aggregates_);
+      auto [row, inserted] = load->rows_.try_emplace(key, hash);
+      if (!inserted) return failed("a key twice");
+      row->create(aggregates_);
       std::string_view rest = r.rest();
-      if (auto d = aggregates_.deserialize(row.block(), rest); !d)
-        return failed("aggregates: " + d.error());
+      if (auto d = aggregates_.deserialize(row->block(), rest); !d) return failed("aggregates: " + d.error());
       r.skip(r.remaining() - rest.size());
-      row.touch(last_seen);
-      parsed.push_back(Parsed{key, hash, std::move(row)});
+      row->touch(last_seen);
     }
     if (!r.at_end()) return failed(std::to_string(r.remaining()) + " bytes after the state");
-    rows_->reserve_group(key_group, parsed.size());
-    for (auto& p : parsed)
-      rows_->try_emplace(p.key, p.hash, std::move(p.row));
-    return {};
+    return load;
   }
 
-private:
   void expire(std::int64_t now) {
     last_sweep_ = now;
     const state::KeyGroupRange range = rows_->key_group_range();

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <new>
 #include <optional>
-#include <unordered_set>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -12,6 +12,7 @@
 #include "state/key_group.hpp"
 #include "state/key_codec.hpp"
 #include "state/keyed_map.hpp"
+#include "state/owned_timers.hpp"
 #include "state/state_codec.hpp"
 #include "state/timer_service.hpp"
 
@@ -248,14 +249,56 @@ public:
   }
 
   Result<void> restore_key_group(std::uint32_t key_group, std::string_view data) override {
-    const auto failed = [&](const std::string& why) -> Result<void> {
+    auto load = load_group(key_group, data);
+    if (!load) return Failure{load.error()};
+    return (*load)->install();
+  }
+
+  Result<std::unique_ptr<KeyGroupLoad>> load_key_group(std::uint32_t key_group,
+                                                       std::string_view data) const override {
+    auto load = load_group(key_group, data);
+    if (!load) return Failure{load.error()};
+    return std::unique_ptr<KeyGroupLoad>(std::move(*load));
+  }
+
+private:
+  using SessionMap = state::KeyedMap<Sessions>;
+
+  // One key group's sessions and timers, decoded into maps of that group alone
+  // (Operator::KeyGroupLoad): built on a helper thread, handed over on the task thread.
+  class GroupLoad final : public KeyGroupLoad {
+  public:
+    GroupLoad(SessionWindows& self, std::uint32_t group)
+        : self_(self), group_(group),
+          maps_{SessionMap({group, group + 1}, self.timers_->max_parallelism()),
+                SessionMap({group, group + 1}, self.timers_->max_parallelism())} {}
+
+    Result<void> install() override {
+      SessionMap* into[2] = {&*self_.event_sessions_, &*self_.processing_sessions_};
+      for (SessionMap* map : into)
+        if (map->group_size(group_) != 0) return self_.restore_failure(group_, "restored twice");
+      for (int di = 0; di < 2; ++di)
+        if (maps_[di].size() != 0) into[di]->adopt_group(group_, maps_[di]);
+      timers_.register_all(*self_.timers_);
+      return {};
+    }
+
+    SessionWindows& self_;
+    std::uint32_t group_;
+    SessionMap maps_[2]; // event time, processing time
+    state::OwnedTimers timers_;
+  };
+
+  // Decodes a key-group segment. Safe on any thread while the task thread does anything but
+  // snapshot or process: it reads the configuration only (Aggregates' init and deserialize
+  // use no scratch) and builds maps of its own, sized once from the counts; a map finds a key
+  // written twice.
+  Result<std::unique_ptr<GroupLoad>> load_group(std::uint32_t key_group, std::string_view data) const {
+    const auto failed = [&](const std::string& why) -> Failure {
       return restore_failure(key_group, why);
     };
     if (!timers_->key_group_range().contains(key_group))
       return failed("not a key group of this subtask");
-    if (event_sessions_->group_size(key_group) != 0 ||
-        processing_sessions_->group_size(key_group) != 0)
-      return failed("restored twice");
     const std::uint32_t max_parallelism = timers_->max_parallelism();
     state::StateReader r(data);
     std::int64_t gap = 0;
@@ -263,65 +306,49 @@ public:
     if (gap != window_.gap)
       return failed("the session gap was " + std::to_string(gap) + "ms, this node's is " +
                     std::to_string(window_.gap) + "ms");
-    struct Parsed {
-      std::string_view key;
-      std::uint64_t hash;
-      Sessions sessions;
-    };
-    std::vector<Parsed> parsed[2];
-    for (int di = 0; di < 2; ++di) {
+    auto load = std::make_unique<GroupLoad>(const_cast<SessionWindows&>(*this), key_group);
+    state::FieldNames names; // keys are only checked here: their names need not be the task's
+    for (SessionMap& map : load->maps_) {
       std::uint64_t n;
       if (!r.count(n, 2)) return failed(r.error());
-      std::unordered_set<std::string_view> seen;
+      if (n > 0) map.reserve_group(key_group, n);
       for (std::uint64_t k = 0; k < n; ++k) {
-        Parsed p;
+        std::string_view key;
         std::uint64_t count;
-        if (!r.bytes(p.key) || !r.count(count, 3)) return failed(r.error());
-        if (!state::valid_key_bytes(p.key, *ctx_.names)) return failed("a malformed key");
-        p.hash = state::hash_key_bytes(p.key);
-        if (state::key_group_of(p.hash, max_parallelism) != key_group)
+        if (!r.bytes(key) || !r.count(count, 3)) return failed(r.error());
+        if (!state::valid_key_bytes(key, names)) return failed("a malformed key");
+        const std::uint64_t hash = state::hash_key_bytes(key);
+        if (state::key_group_of(hash, max_parallelism) != key_group)
           return failed("a key of another key group");
-        if (!seen.insert(p.key).second) return failed("a key twice");
         if (count == 0) return failed("a key without sessions");
+        auto [sessions, inserted] = map.try_emplace(key, hash);
+        if (!inserted) return failed("a key twice");
         for (std::uint64_t j = 0; j < count; ++j) {
           std::int64_t start, end;
           if (!r.zigzag(start) || !r.zigzag(end)) return failed(r.error());
           if (start < min_window_time || end > max_window_time || end - start < window_.gap ||
-              (!p.sessions.list.empty() && p.sessions.list.back().end >= start))
+              (!sessions->list.empty() && sessions->list.back().end >= start))
             return failed("sessions out of order or out of range");
-          p.sessions.list.push_back(Session{start, end, Block(aggregates_)});
+          sessions->list.push_back(Session{start, end, Block(aggregates_)});
           std::string_view rest = r.rest();
-          if (auto d = aggregates_.deserialize(p.sessions.list.back().block.get(), rest); !d)
+          if (auto d = aggregates_.deserialize(sessions->list.back().block.get(), rest); !d)
             return failed("aggregates: " + d.error());
           r.skip(r.remaining() - rest.size());
         }
-        parsed[di].push_back(std::move(p));
       }
     }
     std::vector<state::StoredTimer> timers;
     if (!r.timers(timers)) return failed(r.error());
-    for (const auto& t : timers)
+    load->timers_.reserve(timers.size());
+    for (const auto& t : timers) {
       if (state::key_group_of(state::hash_key_bytes(t.key), max_parallelism) != key_group)
         return failed("a timer of another key group");
+      load->timers_.add(t);
+    }
     if (!r.at_end()) return failed(std::to_string(r.remaining()) + " bytes after the state");
-    SessionMap* maps[2] = {&*event_sessions_, &*processing_sessions_};
-    for (int di = 0; di < 2; ++di) {
-      if (!parsed[di].empty()) maps[di]->reserve_group(key_group, parsed[di].size());
-      for (auto& p : parsed[di])
-        maps[di]->try_emplace(p.key, p.hash, std::move(p.sessions));
-    }
-    for (const auto& t : timers) {
-      const std::uint64_t hash = state::hash_key_bytes(t.key);
-      if (t.domain == state::TimeDomain::EventTime)
-        timers_->register_event_time(t.key, hash, t.timestamp, t.tag);
-      else
-        timers_->register_processing_time(t.key, hash, t.timestamp, t.tag);
-    }
-    return {};
+    return load;
   }
 
-private:
-  using SessionMap = state::KeyedMap<Sessions>;
 
   // When a session needs a timer at the latest: its end until it has fired, then the end of
   // its lateness. (An event-time session whose end is at or below the watermark has fired; it

@@ -9,9 +9,11 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "harness.hpp"
@@ -92,6 +94,8 @@ struct Scenario {
   std::string toml;
   std::vector<Step> steps;
   bool broadcast = false; // a broadcast join: left by record number, right to everyone
+  // The operator decodes its key groups off the task thread (Operator::load_key_group).
+  bool loads_off_thread = false;
 };
 
 // The key group of every record, as the data plane routes them (PartitionKey).
@@ -122,7 +126,45 @@ struct Outcome {
   std::uint64_t errors = 0;
   std::size_t segments = 0; // key-group segments written at the cut
   std::size_t segment_bytes = 0;
+  std::size_t restored_groups = 0;  // at the new parallelism
+  std::size_t off_thread_loads = 0; // of those, decoded by load_key_group on a helper thread
 };
+
+// Restores `segments` that fall in `range` into `op`. In parallel, as the runtime does: two
+// helper threads decode every group with load_key_group at once, then the loads are installed
+// in group order on this thread; a group without a load (nullptr) is restored here.
+void restore_groups(ops::Operator& op, st::KeyGroupRange range,
+                    const std::map<std::uint32_t, std::string>& segments, bool parallel, Outcome& o) {
+  std::vector<std::uint32_t> groups;
+  for (std::uint32_t kg = range.first; kg < range.end; ++kg)
+    if (segments.count(kg) != 0) groups.push_back(kg);
+  o.restored_groups += groups.size();
+  std::vector<std::optional<streamctl::Result<std::unique_ptr<ops::Operator::KeyGroupLoad>>>> loads(
+      groups.size());
+  if (parallel) {
+    std::vector<std::thread> helpers;
+    for (std::size_t t = 0; t < 2; ++t)
+      helpers.emplace_back([&, t] {
+        for (std::size_t k = t; k < groups.size(); k += 2)
+          loads[k].emplace(op.load_key_group(groups[k], segments.at(groups[k])));
+      });
+    for (auto& helper : helpers)
+      helper.join();
+  }
+  for (std::size_t k = 0; k < groups.size(); ++k) {
+    streamctl::Result<void> restored;
+    if (parallel && !*loads[k]) {
+      restored = streamctl::Failure{loads[k]->error()};
+    } else if (parallel && **loads[k]) {
+      ++o.off_thread_loads;
+      restored = (**loads[k])->install();
+    } else {
+      restored = op.restore_key_group(groups[k], segments.at(groups[k]));
+    }
+    INFO("key group " << groups[k] << ": " << restored.error());
+    REQUIRE(restored.ok());
+  }
+}
 
 // Feeds steps [from, to) to `runs` (parallelism runs.size()), routed as the data plane would.
 void feed(Harness& h, const Scenario& s, std::vector<std::unique_ptr<Run>>& runs, std::size_t from,
@@ -192,7 +234,7 @@ Outcome uninterrupted(const Scenario& s, int p, std::size_t batch_size) {
 
 // Runs the first half at `old_p`, snapshots, restores at `new_p`, runs the second half.
 Outcome interrupted(const Scenario& s, int old_p, int new_p, std::size_t batch_size,
-                    bool restore_subtask_state = true) {
+                    bool restore_subtask_state = true, bool parallel_load = false) {
   Harness h(s.toml);
   Scenario sc = s;
   assign_key_groups(h, sc);
@@ -227,14 +269,7 @@ Outcome interrupted(const Scenario& s, int old_p, int new_p, std::size_t batch_s
   auto runs = make_runs(h, new_p);
   for (int sub = 0; sub < new_p; ++sub) {
     ops::Operator& op = runs[static_cast<std::size_t>(sub)]->op();
-    const auto range = st::key_group_range(sub, new_p, max_parallelism);
-    for (std::uint32_t kg = range.first; kg < range.end; ++kg) {
-      auto it = segments.find(kg);
-      if (it == segments.end()) continue;
-      auto restored = op.restore_key_group(kg, it->second);
-      INFO(restored.error());
-      REQUIRE(restored.ok());
-    }
+    restore_groups(op, st::key_group_range(sub, new_p, max_parallelism), segments, parallel_load, o);
     if (!restore_subtask_state) continue;
     auto restored = op.restore_subtask_state(old_states);
     INFO(restored.error());
@@ -260,8 +295,11 @@ void check_rescales(const Scenario& s) {
   int k = 0;
   for (auto [old_p, new_p] : splits) {
     const std::size_t batch_size = batch_sizes[k++ % 3];
-    INFO("parallelism " << old_p << " -> " << new_p << ", batch size " << batch_size);
-    Outcome got = interrupted(s, old_p, new_p, batch_size);
+    const bool parallel_load = k % 2 == 0;
+    INFO("parallelism " << old_p << " -> " << new_p << ", batch size " << batch_size
+                        << (parallel_load ? ", groups loaded in parallel" : ""));
+    Outcome got = interrupted(s, old_p, new_p, batch_size, true, parallel_load);
+    if (parallel_load && s.loads_off_thread) CHECK(got.off_thread_loads == got.restored_groups);
     // A broadcast join writes no key-group segments, and each subtask reports a late right
     // record (every subtask sees it), so its count of bad records depends on the parallelism.
     if (!s.broadcast) CHECK(got.segments > 0);
@@ -461,6 +499,7 @@ TEST_CASE("reduce state survives a rescale by key group", "[restore][reduce]") {
         "type = \"reduce\"\nkey = [\"k\"]\naggregates = { n = \"count()\", s = \"sum(v)\", "
         "d = \"count_distinct(v)\", t = \"top_k(v, 2)\", a = \"avg(v)\" }\n");
     s.steps = single_input_steps(seed);
+    s.loads_off_thread = true;
     check_rescales(s);
   }
 }
@@ -468,6 +507,7 @@ TEST_CASE("reduce state survives a rescale by key group", "[restore][reduce]") {
 TEST_CASE("tumbling window state survives a rescale", "[restore][window]") {
   for (std::uint64_t seed : {3u, 4u}) {
     Scenario s{window_toml("{ kind = \"tumbling\", size = \"1s\" }"), single_input_steps(seed)};
+    s.loads_off_thread = true;
     check_rescales(s);
   }
 }
@@ -476,6 +516,7 @@ TEST_CASE("sliding window state survives a rescale", "[restore][window]") {
   for (std::uint64_t seed : {5u, 6u}) {
     Scenario s{window_toml("{ kind = \"sliding\", size = \"2s\", slide = \"500ms\" }"),
                single_input_steps(seed)};
+    s.loads_off_thread = true;
     check_rescales(s);
   }
 }
@@ -483,6 +524,7 @@ TEST_CASE("sliding window state survives a rescale", "[restore][window]") {
 TEST_CASE("session window state survives a rescale", "[restore][window]") {
   for (std::uint64_t seed : {7u, 8u}) {
     Scenario s{window_toml("{ kind = \"session\", gap = \"700ms\" }"), single_input_steps(seed)};
+    s.loads_off_thread = true;
     check_rescales(s);
   }
 }
@@ -518,6 +560,7 @@ TEST_CASE("exact dedup state survives a rescale", "[restore][dedup]") {
     Scenario s{streamctl::testing::single_operator_pipeline(
                    "type = \"dedup\"\nkey = [\"k\"]\nwithin = \"700ms\"\n"),
                single_input_steps(seed)};
+    s.loads_off_thread = true;
     check_rescales(s);
   }
 }
