@@ -1,7 +1,6 @@
 #include "pipeline/runtime/checkpoint_restore.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -207,35 +206,51 @@ Result<void> restore_key_groups(const CheckpointRestore& restore, const std::str
     }
     return {};
   }
+  // Helpers run at most this many groups ahead of the installs: a group read for an operator
+  // that restores on the task thread holds its decompressed bytes until then, and a join's
+  // state could otherwise be read whole into memory before the first group is installed.
+  const std::size_t max_ahead = 4 * helpers;
   std::mutex mutex;
-  std::condition_variable loaded;
-  std::atomic<std::size_t> next{0};
-  std::atomic<bool> stop{false};
+  std::condition_variable changed; // a group loaded, installed, or the restore stopped
+  std::size_t next = 0;            // the next group a helper takes (under mutex)
+  std::size_t installed = 0;       // groups installed so far (under mutex)
+  bool stop = false;               // under mutex
   Result<void> result;
   {
     // Declared after the slots, so joined (at the end of this block) before they go.
     std::vector<std::jthread> pool;
     for (std::size_t t = 0; t < helpers; ++t)
       pool.emplace_back([&] {
-        for (std::size_t k; !stop && (k = next++) < segments.size();) {
+        for (;;) {
+          std::size_t k;
+          {
+            std::unique_lock lock(mutex);
+            changed.wait(lock, [&] { return stop || next >= segments.size() || next < installed + max_ahead; });
+            if (stop || next >= segments.size()) return;
+            k = next++;
+          }
           load_group(segments[k], op, slots[k]);
           {
             std::lock_guard lock(mutex);
             slots[k].ready = true;
           }
-          loaded.notify_all();
+          changed.notify_all();
         }
       });
     for (std::size_t k = 0; k < segments.size(); ++k) {
       {
         std::unique_lock lock(mutex);
-        loaded.wait(lock, [&] { return slots[k].ready; });
+        changed.wait(lock, [&] { return slots[k].ready; });
       }
       result = install_group(segments[k].key_group, op, slots[k]);
-      if (!result) {
-        stop = true; // the helpers finish the group in hand; what they loaded is dropped
-        break;
+      {
+        std::lock_guard lock(mutex);
+        installed = k + 1;
+        // On a failure the helpers finish the group in hand; what they loaded is dropped.
+        if (!result) stop = true;
       }
+      changed.notify_all();
+      if (!result) break;
     }
   }
   return result;

@@ -3,6 +3,9 @@
 // missing task files refused naming the file, and the compatibility check against a pipeline.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -10,6 +13,7 @@
 #include <utility>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "operators/registry.hpp"
@@ -450,4 +454,49 @@ TEST_CASE("restore_key_groups fails with the first failing group in group order"
   auto refused = runtime::restore_key_groups(*r, "counts", {64, 128}, refusing);
   REQUIRE_FALSE(refused);
   CHECK(refused.error() == "key group 97: refused");
+}
+
+namespace {
+
+// A keyed operator that restores on the task thread (no load), slowly, and notes how many
+// groups the helpers had read beyond the ones it installed.
+class SlowInstaller final : public operators::Operator {
+public:
+  void process(const state::Batch&, state::Batch&) override {}
+  bool has_state() const override { return true; }
+  Result<std::unique_ptr<KeyGroupLoad>> load_key_group(std::uint32_t, std::string_view) const override {
+    const std::size_t ahead = ++read_ - installed_;
+    for (std::size_t seen = most_ahead_; ahead > seen && !most_ahead_.compare_exchange_weak(seen, ahead);) {
+    }
+    return std::unique_ptr<KeyGroupLoad>{};
+  }
+  Result<void> restore_key_group(std::uint32_t, std::string_view) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    ++installed_;
+    return {};
+  }
+  std::size_t installed() const { return installed_; }
+  std::size_t most_ahead() const { return most_ahead_; }
+
+private:
+  mutable std::atomic<std::size_t> read_{0};
+  mutable std::atomic<std::size_t> most_ahead_{0};
+  std::atomic<std::size_t> installed_{0};
+};
+
+} // namespace
+
+TEST_CASE("restore_key_groups reads at most a few groups ahead of a slow install", "[checkpoint_restore]") {
+  TempDir tmp;
+  auto r = CheckpointRestore::open(write_checkpoint(tmp.path));
+  REQUIRE(r);
+  SlowInstaller op;
+  REQUIRE(runtime::restore_key_groups(*r, "counts", {0, 128}, op));
+  std::size_t groups = 0;
+  for (std::uint32_t kg = 0; kg < 128; ++kg) groups += has_state(kg) ? 1 : 0;
+  CHECK(op.installed() == groups);
+  const std::size_t helpers = std::max(1u, std::thread::hardware_concurrency());
+  INFO(helpers << " helpers");
+  // Unbounded, the helpers read all 85 groups while the first few are installed.
+  CHECK(op.most_ahead() <= 4 * helpers + 1);
 }
