@@ -1,25 +1,30 @@
 #!/usr/bin/env bash
 # What metrics cost (issue 10: at most 2% of throughput with latency markers every second): the
-# dense keyed count of stateful.sh at parallelism 2, with and without [metrics]
+# dense keyed count of stateful.sh at parallelism 2 (--parallelism), with and without [metrics]
 # latency_interval = "1s", alternating runs, printed as CPU seconds (user + sys of the whole
 # job, workers included) and wall seconds. Heartbeat metrics are always on; to measure them,
 # --baseline names a binary built without them (the column then compares the two binaries,
-# markers off). A measuring tool, never a test.
+# markers off; any binary will do: the incremental-checkpoint marking of the window was measured
+# against the commit before it). --parallelism 1 runs the window fused with its source, without
+# the keyed exchange and its noise. A measuring tool, never a test.
 #
-#   tests/bench/metrics_overhead.sh [--records N] [--runs K] [--streamctl PATH] [--baseline PATH]
+#   tests/bench/metrics_overhead.sh [--records N] [--runs K] [--parallelism P] [--streamctl PATH]
+#                                   [--baseline PATH]
 set -euo pipefail
 
 records=4000000
 runs=3
+parallelism=2
 baseline=""
 streamctl="${STREAMCTL:-$(dirname "$0")/../../build/cli/streamctl}"
 while [[ $# -gt 0 ]]; do
   case $1 in
     --records) records=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
+    --parallelism) parallelism=$2; shift 2 ;;
     --streamctl) streamctl=$2; shift 2 ;;
     --baseline) baseline=$2; shift 2 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -30,7 +35,7 @@ export STREAMCTL_STATE_DIR="$work/state"
 job() { # LATENCY_TABLE
   cat <<TOML
 name = "metrics-overhead"
-parallelism = 2
+parallelism = $parallelism
 $1
 [sources.clicks]
 type = "generator"
