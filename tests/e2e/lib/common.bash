@@ -84,6 +84,20 @@ wait_for_text() {
   done
 }
 
+# Waits until FILE shows one of TEXTS, and prints the first that it shows.
+wait_for_any_text() { # FILE TIMEOUT TEXT...
+  local file=$1 deadline=$((SECONDS + $2)) text
+  shift 2
+  while ((SECONDS < deadline)); do
+    for text in "$@"; do
+      grep -qF -- "$text" "$file" 2>/dev/null && { echo "$text"; return 0; }
+    done
+    sleep 0.05
+  done
+  cat "$file" >&2 || true
+  fail "'$file' never showed any of: $*"
+}
+
 # Generates N click records as JSON lines.
 make_clicks() {
   python3 - "$1" <<'PY'
