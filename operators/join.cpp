@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
-#include <memory>
 #include <span>
 #include <string>
 #include <unordered_set>
@@ -15,7 +14,6 @@
 #include "operators/partition_key.hpp"
 #include "pipeline/spec/projection.hpp"
 #include "pipeline/spec/units.hpp"
-#include "state/batch_codec.hpp"
 #include "state/changed_groups.hpp"
 #include "state/error.hpp"
 #include "state/key_codec.hpp"
@@ -211,16 +209,25 @@ public:
   }
 
   Result<void> restore_key_group(std::uint32_t key_group, std::string_view data) override {
-    auto load = load_group(key_group, data);
-    if (!load) return Failure{load.error()};
-    return (*load)->install();
-  }
-
-  Result<std::unique_ptr<KeyGroupLoad>> load_key_group(std::uint32_t key_group,
-                                                       std::string_view data) const override {
-    auto load = load_group(key_group, data);
-    if (!load) return Failure{load.error()};
-    return std::unique_ptr<KeyGroupLoad>(std::move(*load));
+    const auto failed = [&](const std::string& why) -> Result<void> {
+      return restore_failure("key group " + std::to_string(key_group), why);
+    };
+    if (config_.broadcast)
+      return failed("a broadcast join keeps no state by key group (it is subtask state)");
+    if (!entries_->key_group_range().contains(key_group))
+      return failed("not a key group of this subtask");
+    if (group_has_state(key_group)) return failed("restored twice");
+    state::StateReader r(data);
+    std::uint8_t form;
+    if (!r.header('J') || !r.u8(form)) return failed(r.error());
+    if (form != (config_.window ? 0 : 1))
+      return failed(form == 0 ? "the state of a window join, this is an interval join"
+                              : "the state of an interval join, this is a window join");
+    ParsedGroup group;
+    if (!parse_group(r, key_group, group)) return failed(r.error());
+    if (!r.at_end()) return failed(std::to_string(r.remaining()) + " bytes after the state");
+    apply(group, true, true);
+    return {};
   }
 
   Result<void> restore_subtask_state(const std::vector<std::string_view>& old_subtasks) override {
@@ -254,7 +261,7 @@ public:
               kg > UINT32_MAX || !seen.insert(kg).second)
             return failed("a bad key group number " + std::to_string(kg));
           ParsedGroup g;
-          if (!parse_group(r, static_cast<std::uint32_t>(kg), *ctx_.names, g)) return failed(r.error());
+          if (!parse_group(r, static_cast<std::uint32_t>(kg), g)) return failed(r.error());
           g.take[0] = take_left;
           g.take[1] = take_right;
           if (take_left || take_right) groups.push_back(std::move(g));
@@ -284,56 +291,6 @@ private:
     std::vector<state::StoredTimer> timers;
     bool take[2] = {true, true};
   };
-
-  // One key group's state, parsed on a helper thread against a FieldNames of its own (the
-  // task's is not thread-safe); install() re-interns those few names in the task's, renames
-  // the decoded records' fields (a table lookup per field) and adds them to the state on the
-  // task thread. It holds a copy of the segment: the records' strings point into it.
-  class GroupLoad final : public KeyGroupLoad {
-  public:
-    GroupLoad(Join& self, std::uint32_t group, std::string_view data)
-        : self_(self), group_(group), bytes_(data) {}
-
-    Result<void> install() override {
-      if (self_.group_has_state(group_))
-        return self_.restore_failure("key group " + std::to_string(group_), "restored twice");
-      std::vector<state::FieldId> task_ids(names_.size());
-      for (std::size_t id = 0; id < names_.size(); ++id)
-        task_ids[id] = self_.ctx_.names->intern(names_.name(static_cast<state::FieldId>(id)));
-      for (ParsedEntry& e : group_state_.entries)
-        for (auto& side : e.sides) state::rename_decoded_fields(side, task_ids);
-      self_.apply(group_state_, true, true);
-      return {};
-    }
-
-    Join& self_;
-    std::uint32_t group_;
-    std::string bytes_;
-    state::FieldNames names_;
-    ParsedGroup group_state_;
-  };
-
-  // Parses a key-group segment. Safe on any thread while the task thread does anything but
-  // snapshot or process: it reads the configuration only, and interns names into the load's
-  // own FieldNames.
-  Result<std::unique_ptr<GroupLoad>> load_group(std::uint32_t key_group, std::string_view data) const {
-    const auto failed = [&](const std::string& why) -> Failure {
-      return restore_failure("key group " + std::to_string(key_group), why);
-    };
-    if (config_.broadcast)
-      return failed("a broadcast join keeps no state by key group (it is subtask state)");
-    if (!entries_->key_group_range().contains(key_group)) return failed("not a key group of this subtask");
-    auto load = std::make_unique<GroupLoad>(const_cast<Join&>(*this), key_group, data);
-    state::StateReader r(load->bytes_);
-    std::uint8_t form;
-    if (!r.header('J') || !r.u8(form)) return failed(r.error());
-    if (form != (config_.window ? 0 : 1))
-      return failed(form == 0 ? "the state of a window join, this is an interval join"
-                              : "the state of an interval join, this is a window join");
-    if (!parse_group(r, key_group, load->names_, load->group_state_)) return failed(r.error());
-    if (!r.at_end()) return failed(std::to_string(r.remaining()) + " bytes after the state");
-    return load;
-  }
 
   Failure restore_failure(const std::string& what, const std::string& why) const {
     return fail("operator '" + (ctx_.node ? ctx_.node->name : std::string("?")) +
@@ -376,10 +333,8 @@ private:
     w.timers(*timers_, key_group);
   }
 
-  // Reads and checks a group body of `key_group`, its records' names interned into `names`;
-  // r.error() says why when false.
-  bool parse_group(state::StateReader& r, std::uint32_t key_group, state::FieldNames& names,
-                   ParsedGroup& g) const {
+  // Reads and checks a group body of `key_group`; r.error() says why when false.
+  bool parse_group(state::StateReader& r, std::uint32_t key_group, ParsedGroup& g) {
     const std::uint32_t max_parallelism = entries_->max_parallelism();
     std::uint64_t n;
     if (!r.count(n, 3)) return false;
@@ -390,7 +345,7 @@ private:
       ParsedEntry& e = g.entries.emplace_back();
       if (!r.bytes(e.key)) return false;
       if (config_.window && !r.zigzag(e.start)) return false;
-      if (!state::valid_key_bytes(e.key, names) || e.key == null_key_)
+      if (!state::valid_key_bytes(e.key, *ctx_.names) || e.key == null_key_)
         return r.fail("a malformed join key");
       e.hash = state::hash_key_bytes(e.key);
       if (state::key_group_of(e.hash, max_parallelism) != key_group)
@@ -401,7 +356,7 @@ private:
       if (config_.window) window_key(e.key, e.start, map_key);
       if (!seen.insert(map_key).second) return r.fail("an entry twice");
       for (int side = 0; side < 2; ++side) {
-        if (!r.records(names, e.sides[side])) return false;
+        if (!r.records(*ctx_.names, e.sides[side])) return false;
         for (const auto& record : e.sides[side])
           if (record.timestamp == state::kNoTimestamp) return r.fail("a record without its time");
       }
@@ -493,7 +448,7 @@ private:
   // Map key of a (key, window): the key bytes, then the window start (8 bytes, host order;
   // memory only). The hash stays that of the key bytes, so all windows of a key share its key
   // group.
-  static void window_key(std::string_view key, std::int64_t start, std::string& out) {
+  void window_key(std::string_view key, std::int64_t start, std::string& out) {
     out.assign(key);
     char bytes[8];
     std::memcpy(bytes, &start, 8);

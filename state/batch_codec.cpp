@@ -297,31 +297,7 @@ bool Decoder::decode(Batch& batch) {
   return true;
 }
 
-// The members of the maps within `value`, renamed (rename_decoded_fields). Fields are written
-// through const pointers: decode_batch allocated them in the batch's own arena.
-void rename_nested(const Value& value, std::span<const FieldId> new_ids) {
-  if (value.kind == Kind::Array) {
-    for (std::uint32_t k = 0; k < value.size; ++k) rename_nested(value.array[k], new_ids);
-  } else if (value.kind == Kind::Map) {
-    auto* members = const_cast<Field*>(value.map);
-    for (std::uint32_t k = 0; k < value.size; ++k) {
-      members[k].name = new_ids[members[k].name];
-      rename_nested(members[k].value, new_ids);
-    }
-  }
-}
-
 } // namespace
-
-void rename_decoded_fields(Batch& batch, std::span<const FieldId> new_ids) {
-  for (const Record& record : batch) {
-    auto* fields = const_cast<Field*>(record.fields);
-    for (std::uint32_t k = 0; k < record.size; ++k) {
-      fields[k].name = new_ids[fields[k].name];
-      rename_nested(fields[k].value, new_ids);
-    }
-  }
-}
 
 inline void BatchEncoder::index_of(FieldId id) {
   if (id >= index_plus_one_.size()) [[unlikely]]

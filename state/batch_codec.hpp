@@ -53,7 +53,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -111,12 +110,5 @@ void encode_batch(const Batch& batch, const FieldNames& names, std::string& out,
 // been interned into `names`.
 Result<Batch> decode_batch(std::string_view bytes, std::shared_ptr<const void> owner,
                            FieldNames& names);
-
-// Rewrites, in a batch that decode_batch made, every field name and map member name `id` as
-// new_ids[id]: a batch decoded on a helper thread against a FieldNames of its own is handed
-// to a task thread this way (join restore), without decoding again. Only for such a batch:
-// its records' fields and map members live in its own arena and nothing else shares them.
-// Every id in the batch must be below new_ids.size().
-void rename_decoded_fields(Batch& batch, std::span<const FieldId> new_ids);
 
 } // namespace streamctl::state

@@ -378,19 +378,6 @@ Scenario join_scenario(const std::string& body, bool broadcast, std::uint64_t se
   s.toml = join_toml(body + (broadcast ? "strategy = \"broadcast\"\n" : ""));
   s.steps = random_steps(seed, 240, 2, k, v, 15);
   s.broadcast = broadcast;
-  // Keyed join state is decoded on helper threads against names of their own, then renamed
-  // into the task's: nested member names (each side's, so that both reach the output) show
-  // a renaming that misses a level.
-  s.loads_off_thread = !broadcast;
-  int n = 0;
-  for (Step& step : s.steps)
-    for (std::string& line : step.lines) {
-      const std::string side = step.input == 0 ? "l" : "r";
-      ++n;
-      line.insert(line.size() - 1, ",\"" + side + "meta\":{\"n\":" + std::to_string(n % 7) +
-                                       ",\"tags\":[{\"" + side + "tag\":" + std::to_string(n % 3) +
-                                       "}]}");
-    }
   return s;
 }
 
