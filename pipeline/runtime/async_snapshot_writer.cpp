@@ -21,7 +21,16 @@ AsyncSnapshotWriter::~AsyncSnapshotWriter() {
 void AsyncSnapshotWriter::submit(SnapshotJob job) {
   {
     std::lock_guard lock(mutex_);
-    queue_.push_back(std::move(job));
+    queue_.push_back(Queued{std::move(job), std::nullopt});
+  }
+  wake_.notify_one();
+}
+
+void AsyncSnapshotWriter::submit(SnapshotJob job, ForkedSnapshot child) {
+  forks_in_flight_.fetch_add(1, std::memory_order_acq_rel);
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(Queued{std::move(job), std::move(child)});
   }
   wake_.notify_one();
 }
@@ -35,17 +44,19 @@ std::vector<SnapshotWritten> AsyncSnapshotWriter::take_completed() {
 
 void AsyncSnapshotWriter::run() {
   for (;;) {
-    SnapshotJob job;
+    std::optional<Queued> next;
     {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
       if (stopping_) return;
-      job = std::move(queue_.front());
+      next.emplace(std::move(queue_.front()));
       queue_.pop_front();
     }
-    SnapshotWritten written = write(job);
+    SnapshotJob& job = next->job;
+    SnapshotWritten written = next->child ? next->child->wait() : write(job);
     if (uploader_) upload(job, written);
     std::lock_guard lock(mutex_);
+    if (next->child) forks_in_flight_.fetch_sub(1, std::memory_order_acq_rel);
     completed_.push_back(std::move(written));
     has_completed_.store(true, std::memory_order_release);
   }

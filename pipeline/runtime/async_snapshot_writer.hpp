@@ -8,7 +8,8 @@
 // counts as written once the coordinator has stored it, and is removed here either way.
 //
 // Threading: submit() and take_completed() are called from the task thread; the writing (and
-// uploading) happens on the writer's own thread. Jobs are written in the order submitted.
+// uploading, and waiting for a forked snapshot's process) happens on the writer's own thread.
+// Jobs are written in the order submitted.
 
 #include <atomic>
 #include <condition_variable>
@@ -16,10 +17,12 @@
 #include <deque>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "pipeline/runtime/forked_snapshot.hpp"
 #include "pipeline/runtime/snapshot_uploader.hpp"
 #include "pipeline/runtime/task_chain.hpp"
 #include "state/snapshot_format.hpp"
@@ -53,17 +56,31 @@ public:
   AsyncSnapshotWriter& operator=(const AsyncSnapshotWriter&) = delete;
 
   void submit(SnapshotJob job);
+  // A job whose file a child process writes ([checkpoint] snapshot = "fork"): the writer
+  // waits for it in turn (and uploads the file when it must), instead of writing
+  // job.segments.
+  void submit(SnapshotJob job, ForkedSnapshot child);
+  // Forked snapshots submitted and not yet written: a task forks again only at zero, so that
+  // at most one copy-on-write image of its state exists at a time.
+  int forks_in_flight() const { return forks_in_flight_.load(std::memory_order_acquire); }
+  // Writes job's file (compressed, checksummed, fsynced, renamed into place); any thread.
+  static SnapshotWritten write(SnapshotJob& job);
   // What has been written (or has failed) since the last call; cheap when nothing has.
   std::vector<SnapshotWritten> take_completed();
 
 private:
+  struct Queued {
+    SnapshotJob job;
+    std::optional<ForkedSnapshot> child;
+  };
+
   void run();
-  static SnapshotWritten write(SnapshotJob& job);
   void upload(const SnapshotJob& job, SnapshotWritten& written);
 
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<SnapshotJob> queue_;
+  std::deque<Queued> queue_;
+  std::atomic<int> forks_in_flight_{0};
   std::vector<SnapshotWritten> completed_;
   std::atomic<bool> has_completed_{false};
   bool stopping_ = false;

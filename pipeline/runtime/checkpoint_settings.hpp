@@ -16,6 +16,9 @@ struct CheckpointSettings {
   int retain = 3;
   std::chrono::milliseconds timeout{60'000};
   std::filesystem::path root; // CHECKPOINT_DIR/NAME
+  // snapshot = "fork": a child process of the worker serialises and writes each task's
+  // state (forked_snapshot.hpp); "copy" (the default): the task serialises it before going on.
+  bool fork_snapshots = false;
 };
 
 struct RestartSettings {
@@ -37,6 +40,10 @@ struct RestartSettings {
   }
 };
 
+inline bool fork_snapshots_of(const pipeline::PipelineSpec& spec) {
+  return spec.root["checkpoint"]["snapshot"].value_or(std::string("copy")) == "fork";
+}
+
 inline CheckpointSettings checkpoint_settings_of(const pipeline::PipelineSpec& spec,
                                                  const std::filesystem::path& state_dir) {
   CheckpointSettings s;
@@ -46,6 +53,7 @@ inline CheckpointSettings checkpoint_settings_of(const pipeline::PipelineSpec& s
   s.retain = static_cast<int>(table["retain"].value_or(std::int64_t{3}));
   s.timeout = std::chrono::milliseconds(pipeline::duration_ms_or(table["timeout"].node(), 60'000));
   s.root = checkpoint_root(spec, state_dir);
+  s.fork_snapshots = fork_snapshots_of(spec);
   return s;
 }
 

@@ -184,15 +184,32 @@ std::vector<operators::Operator*> TaskChain::operators() const {
 
 std::vector<SnapshotSegment> TaskChain::snapshot(std::uint64_t checkpoint_id, bool savepoint,
                                                  const IncrementalSnapshots::Plan* plan) {
+  EdgeSegments edges = snapshot_edges(checkpoint_id, savepoint);
+  return assemble(std::move(edges), snapshot_operators(plan));
+}
+
+TaskChain::EdgeSegments TaskChain::snapshot_edges(std::uint64_t checkpoint_id, bool savepoint) {
+  EdgeSegments edges;
+  if (source_) {
+    SnapshotSegment s{spec_.nodes[node_indices_.front()].name, state::SegmentKind::SourcePosition,
+                      state::no_key_group, {}};
+    if (savepoint) source_->snapshot_self_contained_position(s.bytes);
+    else source_->snapshot_position(s.bytes);
+    edges.source = std::move(s);
+  }
+  if (sink_) {
+    SnapshotSegment s{spec_.nodes[node_indices_.back()].name, state::SegmentKind::SinkPending,
+                      state::no_key_group, {}};
+    sink_->pre_commit(checkpoint_id, s.bytes);
+    edges.sink = std::move(s);
+  }
+  return edges;
+}
+
+std::vector<SnapshotSegment> TaskChain::snapshot_operators(const IncrementalSnapshots::Plan* plan) const {
   std::vector<SnapshotSegment> segments;
   const std::size_t offset = source_ ? 1 : 0;
   auto name_of = [&](std::size_t chain_position) { return spec_.nodes[node_indices_[chain_position]].name; };
-  if (source_) {
-    SnapshotSegment s{name_of(0), state::SegmentKind::SourcePosition, state::no_key_group, {}};
-    if (savepoint) source_->snapshot_self_contained_position(s.bytes);
-    else source_->snapshot_position(s.bytes);
-    segments.push_back(std::move(s));
-  }
   for (std::size_t k = 0; k < operators_.size(); ++k) {
     const operators::Operator& op = *operators_[k];
     if (!op.has_state()) continue;
@@ -212,11 +229,15 @@ std::vector<SnapshotSegment> TaskChain::snapshot(std::uint64_t checkpoint_id, bo
     op.snapshot_subtask_state(s.bytes);
     if (!s.bytes.empty()) segments.push_back(std::move(s));
   }
-  if (sink_) {
-    SnapshotSegment s{name_of(node_indices_.size() - 1), state::SegmentKind::SinkPending, state::no_key_group, {}};
-    sink_->pre_commit(checkpoint_id, s.bytes);
-    segments.push_back(std::move(s));
-  }
+  return segments;
+}
+
+std::vector<SnapshotSegment> TaskChain::assemble(EdgeSegments edges, std::vector<SnapshotSegment> operators) {
+  std::vector<SnapshotSegment> segments;
+  segments.reserve(operators.size() + 2);
+  if (edges.source) segments.push_back(std::move(*edges.source));
+  for (auto& s : operators) segments.push_back(std::move(s));
+  if (edges.sink) segments.push_back(std::move(*edges.sink));
   return segments;
 }
 

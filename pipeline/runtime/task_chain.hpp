@@ -101,6 +101,17 @@ public:
   // incremental snapshot gets a segment even when empty (it replaces an older file's).
   std::vector<SnapshotSegment> snapshot(std::uint64_t checkpoint_id, bool savepoint = false,
                                         const IncrementalSnapshots::Plan* plan = nullptr);
+  // snapshot() in two parts, for a snapshot whose operator state is serialised elsewhere
+  // (forked_snapshot.hpp): the source's position and the sink's pre-commit, which change the
+  // chain (so in the task), and the operators' state, which reads it only (so in a child
+  // process too). assemble() orders them as snapshot() does.
+  struct EdgeSegments {
+    std::optional<SnapshotSegment> source;
+    std::optional<SnapshotSegment> sink;
+  };
+  EdgeSegments snapshot_edges(std::uint64_t checkpoint_id, bool savepoint);
+  std::vector<SnapshotSegment> snapshot_operators(const IncrementalSnapshots::Plan* plan) const;
+  static std::vector<SnapshotSegment> assemble(EdgeSegments edges, std::vector<SnapshotSegment> operators);
   // The chain's operators (not the source or sink), in chain order: what a Plan's groups index.
   std::vector<operators::Operator*> operators() const;
   // The checkpoint `checkpoint_id` completed: the sink publishes what it prepared for it.

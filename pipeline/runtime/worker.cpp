@@ -12,6 +12,8 @@
 #include "pipeline/runtime/async_snapshot_writer.hpp"
 #include "pipeline/runtime/barrier_aligner.hpp"
 #include "pipeline/runtime/checkpoint_restore.hpp"
+#include "pipeline/runtime/checkpoint_settings.hpp"
+#include "pipeline/runtime/forked_snapshot.hpp"
 #include "pipeline/runtime/final_publish.hpp"
 #include "operators/wall_clock.hpp"
 #include "pipeline/runtime/incremental_snapshots.hpp"
@@ -453,15 +455,41 @@ private:
       incremental_.emplace(settings, task_snapshot_file(task_.chain, task_.subtask));
     }
     auto plan = incremental_->plan(barrier.checkpoint_id, barrier.directory, savepoint, chain_->operators());
-    job.segments = chain_->snapshot(barrier.checkpoint_id, savepoint, &plan);
+    if (!snapshot_writer_) snapshot_writer_ = std::make_unique<AsyncSnapshotWriter>(uploader_.get());
+    TaskChain::EdgeSegments edges = chain_->snapshot_edges(barrier.checkpoint_id, savepoint);
+    const bool forked = fork_snapshot(job, edges, plan);
+    if (!forked) {
+      job.segments = TaskChain::assemble(std::move(edges), chain_->snapshot_operators(&plan));
+      snapshot_writer_->submit(std::move(job));
+    }
     previous_files_[barrier.checkpoint_id] = std::move(plan.previous);
     if (const operators::Source* source = chain_->source())
       referenced_files_[barrier.checkpoint_id] = source->referenced_files();
-    if (!snapshot_writer_) snapshot_writer_ = std::make_unique<AsyncSnapshotWriter>(uploader_.get());
-    snapshot_writer_->submit(std::move(job));
     if (pass_barrier_on) router_->send_barrier(barrier);
-    log_.debug("checkpoint {}: state taken in {} ms", barrier.checkpoint_id,
-               std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
+    log_.debug("checkpoint {}: state taken in {} ms{}", barrier.checkpoint_id,
+               std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count(),
+               forked ? " (forked)" : "");
+  }
+
+  // [checkpoint] snapshot = "fork": a child process serialises and writes the operators'
+  // state (forked_snapshot.hpp) while the task goes on. Not while an earlier forked snapshot
+  // of this task is still being written (at most one copy-on-write image at a time), nor for
+  // a chain without operator state (nothing to gain); then, or when fork fails, the task
+  // serialises its state itself, as with "copy". True when the child took the job.
+  bool fork_snapshot(SnapshotJob& job, TaskChain::EdgeSegments& edges, const IncrementalSnapshots::Plan& plan) {
+    if (!fork_snapshots_of(job_->spec) || snapshot_writer_->forks_in_flight() > 0) return false;
+    const auto ops = chain_->operators();
+    if (std::none_of(ops.begin(), ops.end(), [](const operators::Operator* op) { return op->has_state(); }))
+      return false;
+    auto child = ForkedSnapshot::start(job, [&] {
+      return TaskChain::assemble(std::move(edges), chain_->snapshot_operators(&plan));
+    });
+    if (!child) {
+      log_.warn("checkpoint {}: {}; the task takes its state itself", job.checkpoint_id, child.error());
+      return false;
+    }
+    snapshot_writer_->submit(std::move(job), std::move(*child));
+    return true;
   }
 
   // Where the snapshot file is written: the checkpoint's directory, or with

@@ -79,9 +79,12 @@ def main():
     ap.add_argument("--skip-rescale", action="store_true")
     ap.add_argument("--incremental", action="store_true",
                     help="[checkpoint] incremental = true: checkpoints write only the key groups that changed")
+    ap.add_argument("--snapshot", choices=["copy", "fork"], default="copy",
+                    help='[checkpoint] snapshot: "fork" has a child process serialise and write the state')
     args = ap.parse_args()
-    global INCREMENTAL
+    global INCREMENTAL, SNAPSHOT
     INCREMENTAL = args.incremental
+    SNAPSHOT = args.snapshot
     if args.runs < 1:
         ap.error("--runs must be at least 1")
     changing = [float(p) for p in args.changing.split(",") if p.strip()]
@@ -97,6 +100,7 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
 
 INCREMENTAL = False  # --incremental
+SNAPSHOT = "copy"  # --snapshot
 
 def pipeline(work, name, keys, records, key=None, rate=0):
     """Writes the pipeline; `key` replaces the key expression (default: seq % keys)."""
@@ -109,6 +113,7 @@ dir = "{work}/ck"
 retain = 1
 timeout = "10m"
 {"incremental = true" if INCREMENTAL else ""}
+snapshot = "{SNAPSHOT}"
 [sources.g]
 type = "generator"
 profile = "counter"
