@@ -455,7 +455,7 @@ bool Expression::eval(const state::Record& record, EvalContext& ctx, Value& out)
   }
   try {
     if (!program_->run(record, ctx, out)) return false;
-    finish(ctx, out);
+    if (out.kind == Kind::String || out.kind == Kind::Array) finish(ctx, out); // saves a call
     return true;
   } catch (const std::exception& e) {
     // Nothing above throws by design; this keeps a surprise (bad_alloc) a per-record error.
