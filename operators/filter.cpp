@@ -1,5 +1,8 @@
 #include "operators/filter.hpp"
 
+#include <span>
+#include <vector>
+
 #include "operators/bad_record.hpp"
 #include "operators/field_reads.hpp"
 #include "operators/wall_clock.hpp"
@@ -16,13 +19,21 @@ public:
     // Kept records are shared with the input batch, not copied.
     out.retain_memory_of(in);
     eval_.now_ms = wall_clock_ms(); // now() is the same for every record of a batch
-    for (const auto& record : in) {
-      bool keep = false;
-      if (!where_.eval_predicate(record, eval_, keep)) {
-        report_bad_record(ctx_, record, eval_.error);
-        continue;
+    // The whole batch at once (faster than record by record); eval_batch stops at a record
+    // that fails, which is reported, and the rest of the batch follows.
+    const std::span<const state::Record> records(in.begin(), in.end());
+    values_.resize(records.size());
+    std::size_t at = 0;
+    while (at < records.size()) {
+      std::size_t done = where_.eval_batch(records.subspan(at), eval_, values_.data() + at);
+      for (std::size_t end = at + done; at < end; ++at) {
+        bool keep = false;
+        if (!pipeline::Expression::as_predicate(values_[at], eval_, keep))
+          report_bad_record(ctx_, records[at], eval_.error);
+        else if (keep)
+          out.add_shared(records[at]);
       }
-      if (keep) out.add_shared(record);
+      if (at < records.size()) report_bad_record(ctx_, records[at++], eval_.error);
     }
     scratch_.reset();
   }
@@ -31,6 +42,7 @@ private:
   pipeline::Expression where_;
   state::Arena scratch_{4096};
   pipeline::EvalContext eval_;
+  std::vector<state::Value> values_; // the where expression of each record of the batch
 };
 } // namespace
 

@@ -1,6 +1,9 @@
 #include "operators/map.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "operators/bad_record.hpp"
@@ -34,16 +37,16 @@ public:
     out.retain_memory_of(in);
     eval_.arena = &out.arena(); // strings made by `set` live as long as the output batch
     eval_.now_ms = wall_clock_ms(); // now() is the same for every record of a batch
-    for (const auto& record : in) {
-      bool ok = true;
-      for (std::size_t k = 0; k < sets_.size() && ok; ++k)
-        ok = sets_[k].expression.eval(record, eval_, values_[k]);
-      if (!ok) {
-        report_bad_record(ctx_, record, eval_.error);
+    evaluate(std::span<const state::Record>(in.begin(), in.end()));
+    for (std::size_t row = 0; row < in.size(); ++row) {
+      const state::Record& record = in[row];
+      if (failed_[row]) {
+        report_bad_record(ctx_, record, errors_[row]);
         continue;
       }
       builder_.assign(record);
-      for (std::size_t k = 0; k < sets_.size(); ++k) builder_.set(sets_[k].field, values_[k]);
+      for (std::size_t k = 0; k < sets_.size(); ++k)
+        builder_.set(sets_[k].field, values_[k][row]);
       for (const auto& r : renames_) rename(r);
       for (auto field : removes_) builder_.remove(field);
       builder_.finish(out);
@@ -51,6 +54,27 @@ public:
   }
 
 private:
+  // Each `set` expression over the whole batch (faster than record by record) into
+  // values_[k]; a record fails with the error of the first `set` that fails for it, as when
+  // the expressions ran in order record by record.
+  void evaluate(std::span<const state::Record> records) {
+    failed_.assign(records.size(), 0);
+    errors_.resize(records.size());
+    for (std::size_t k = 0; k < sets_.size(); ++k) {
+      values_[k].resize(records.size());
+      std::size_t at = 0;
+      while (at < records.size()) {
+        at += sets_[k].expression.eval_batch(records.subspan(at), eval_, values_[k].data() + at);
+        if (at == records.size()) break;
+        if (!failed_[at]) {
+          failed_[at] = 1;
+          errors_[at] = eval_.error;
+        }
+        ++at;
+      }
+    }
+  }
+
   void rename(const Rename& r) {
     bool present = false;
     for (const auto& f : builder_.fields()) present = present || f.name == r.from;
@@ -63,7 +87,9 @@ private:
   std::vector<Assignment> sets_;
   std::vector<Rename> renames_;
   std::vector<state::FieldId> removes_;
-  std::vector<state::Value> values_;
+  std::vector<std::vector<state::Value>> values_; // [set][record of the batch]
+  std::vector<std::uint8_t> failed_;               // [record]: some `set` failed
+  std::vector<std::string> errors_;                // [record]: why, when failed_
   state::RecordBuilder builder_;
   pipeline::EvalContext eval_;
 };

@@ -455,13 +455,7 @@ bool Expression::eval(const state::Record& record, EvalContext& ctx, Value& out)
   }
   try {
     if (!program_->run(record, ctx, out)) return false;
-    if (out.kind != Kind::String && out.kind != Kind::Array) return true; // the common case
-    if (out.kind == Kind::String && out.size == 0) {
-      out = Value::string(std::string_view{""}); // static storage: no lifetime to track
-    } else if (!root_->strings.empty() && ctx.arena != nullptr && root_->borrows(out)) {
-      // A literal, or a piece of one: give the caller a copy that outlives this Expression.
-      out = expr::copy_into(*ctx.arena, out);
-    }
+    if (out.kind == Kind::String || out.kind == Kind::Array) finish(ctx, out); // saves a call
     return true;
   } catch (const std::exception& e) {
     // Nothing above throws by design; this keeps a surprise (bad_alloc) a per-record error.
@@ -470,9 +464,45 @@ bool Expression::eval(const state::Record& record, EvalContext& ctx, Value& out)
   }
 }
 
+std::size_t Expression::eval_batch(std::span<const state::Record> records, EvalContext& ctx,
+                                  Value* out) const {
+  if (!program_) {
+    ctx.error = "expression is empty (moved from)";
+    return 0;
+  }
+  std::size_t finished = 0;
+  try {
+    std::size_t done = program_->run_batch(records, ctx, out);
+    for (; finished < done; ++finished)
+      if (out[finished].kind == Kind::String || out[finished].kind == Kind::Array)
+        finish(ctx, out[finished]); // (the test here saves a call per int or bool)
+    return done;
+  } catch (const std::exception& e) {
+    // As in eval(); when the program throws, which record of its chunk was running is not
+    // known, so the first one not yet finished takes the blame (nothing throws by design).
+    ctx.error = std::string("internal error evaluating '") + text_ + "': " + e.what();
+    return finished;
+  }
+}
+
+// A result that points into this Expression's literals gets a copy of its own; an empty
+// string points to static storage.
+void Expression::finish(EvalContext& ctx, Value& out) const {
+  if (out.kind != Kind::String && out.kind != Kind::Array) return; // the common case
+  if (out.kind == Kind::String && out.size == 0) {
+    out = Value::string(std::string_view{""}); // static storage: no lifetime to track
+  } else if (!root_->strings.empty() && ctx.arena != nullptr && root_->borrows(out)) {
+    // A literal, or a piece of one: give the caller a copy that outlives this Expression.
+    out = expr::copy_into(*ctx.arena, out);
+  }
+}
+
 bool Expression::eval_predicate(const state::Record& record, EvalContext& ctx, bool& out) const {
   Value v;
-  if (!eval(record, ctx, v)) return false;
+  return eval(record, ctx, v) && as_predicate(v, ctx, out);
+}
+
+bool Expression::as_predicate(const Value& v, EvalContext& ctx, bool& out) {
   if (v.kind == Kind::Bool) {
     out = v.b;
     return true;

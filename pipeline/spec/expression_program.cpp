@@ -5,6 +5,7 @@
 
 #include "pipeline/spec/expression_program.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -116,37 +117,40 @@ template <typename T> int three_way(T x, T y) {
 // (as compare_numbers is for every int).
 constexpr std::int64_t exact_in_double = std::int64_t{1} << 53;
 
-// Comparison fast paths; false when the operands need apply_compare.
-bool compare_fast(Code c, const Value& a, const Value& b, Value& out) {
+// `x c y` for doubles: IEEE comparisons treat NaN as apply_compare does (unordered, so only
+// != holds).
+inline bool compare_doubles(Code c, double x, double y) {
+  switch (c) {
+  case Code::Eq: return x == y;
+  case Code::Ne: return x != y;
+  case Code::Lt: return x < y;
+  case Code::Le: return x <= y;
+  case Code::Gt: return x > y;
+  default: return x >= y;
+  }
+}
+
+// Comparison fast paths; false when the operands need apply_compare. Not recursive, so that
+// it inlines into the loops (a call per comparison was 40% of a filter's time).
+[[gnu::always_inline]] inline bool compare_fast(Code c, const Value& a, const Value& b,
+                                                Value& out) {
   if (a.kind != b.kind) {
-    Value x = a;
-    Value y = b;
-    if (x.kind == Kind::Int && y.kind == Kind::Float && x.i >= -exact_in_double &&
-        x.i <= exact_in_double)
-      x = Value::floating(static_cast<double>(x.i));
-    else if (x.kind == Kind::Float && y.kind == Kind::Int && y.i >= -exact_in_double &&
-             y.i <= exact_in_double)
-      y = Value::floating(static_cast<double>(y.i));
-    else
-      return false;
-    return compare_fast(c, x, y, out);
+    // An int and a float: exact as doubles when the int is within ±2^53.
+    if (a.kind == Kind::Int && b.kind == Kind::Float && a.i >= -exact_in_double &&
+        a.i <= exact_in_double) {
+      copy_value(out, Value::boolean(compare_doubles(c, static_cast<double>(a.i), b.f)));
+      return true;
+    }
+    if (a.kind == Kind::Float && b.kind == Kind::Int && b.i >= -exact_in_double &&
+        b.i <= exact_in_double) {
+      copy_value(out, Value::boolean(compare_doubles(c, a.f, static_cast<double>(b.i))));
+      return true;
+    }
+    return false;
   }
   switch (a.kind) {
   case Kind::Int: copy_value(out, Value::boolean(decide(c, three_way(a.i, b.i)))); return true;
-  case Kind::Float: {
-    // IEEE comparisons treat NaN as apply_compare does: unordered, so only != holds.
-    bool r = false;
-    switch (c) {
-    case Code::Eq: r = a.f == b.f; break;
-    case Code::Ne: r = a.f != b.f; break;
-    case Code::Lt: r = a.f < b.f; break;
-    case Code::Le: r = a.f <= b.f; break;
-    case Code::Gt: r = a.f > b.f; break;
-    default: r = a.f >= b.f; break;
-    }
-    copy_value(out, Value::boolean(r));
-    return true;
-  }
+  case Kind::Float: copy_value(out, Value::boolean(compare_doubles(c, a.f, b.f))); return true;
   case Kind::String:
     if (c == Code::Eq || c == Code::Ne) {
       bool same = a.size == b.size && (a.size == 0 || std::memcmp(a.s, b.s, a.size) == 0);
@@ -244,6 +248,7 @@ const char* code_name(Code c) {
   case Code::TakeNonNull: return "take.non_null";
   case Code::CheckArg: return "check.arg";
   case Code::Hash: return "hash";
+  case Code::HashModConst: return "hash.mod.const";
   case Code::Concat: return "concat";
   case Code::Call: return "call";
   }
@@ -254,6 +259,7 @@ const char* code_name(Code c) {
 
 Program::Program(const ExpressionNode& tree) : names_(tree.names) {
   if (tree.root) result_ = lower(*tree.root);
+  if (registers_.empty()) result_ = new_register(); // no tree: the result is null
 }
 
 std::uint32_t Program::new_register(Value initial) {
@@ -305,6 +311,7 @@ std::uint32_t Program::lower(const Node& n) {
   case Op::Mul:
   case Op::Div:
   case Op::Mod: {
+    if (is_hash_mod_const(n)) return lower_hash_mod_const(n);
     Operand a = lower_operand(*n.args[0]);
     Operand b = lower_operand(*n.args[1]);
     Instr in{.code = arithmetic_code(n.op), .dst = new_register(), .a = a, .b = b, .node = &n};
@@ -401,6 +408,29 @@ std::uint32_t Program::lower(const Node& n) {
   return new_register();
 }
 
+// `hash(x) % k`, k an int constant that is neither 0 nor -1: how a key is put in a bucket.
+bool Program::is_hash_mod_const(const Node& n) {
+  const Node& left = *n.args[0];
+  const Node& right = *n.args[1];
+  return n.op == Op::Mod && left.op == Op::Call && left.fn->fn == Fn::Hash &&
+         left.args.size() == 1 && right.op == Op::Literal && right.literal.kind == Kind::Int &&
+         right.literal.i != 0 && right.literal.i != -1;
+}
+
+std::uint32_t Program::lower_hash_mod_const(const Node& n) {
+  const Node& call = *n.args[0];
+  Instr in{.code = Code::HashModConst, .a = lower_operand(*call.args[0]), .node = &n,
+           .operand = &call};
+  in.k = n.args[1]->literal.i;
+  in.divisor = ConstantDivisor(in.k);
+  in.args = static_cast<std::uint32_t>(args_.size()); // for hash() of other kinds
+  in.count = 1;
+  args_.push_back(in.a);
+  in.dst = new_register();
+  emit(in);
+  return in.dst;
+}
+
 // Arguments in order, each checked right after it is evaluated (as the tree walker does, so a
 // null that propagates skips the arguments after it); the call instruction checks them all.
 void Program::lower_call(const Node& n, std::uint32_t dst) {
@@ -449,21 +479,21 @@ inline const Value& fetch(const Operand& o, const state::Record& record, const V
 
 // A call's arguments gathered, checked and passed to the function; out of the main loop so
 // that the loop keeps a small frame.
-[[gnu::noinline]] bool run_call(const Instr& in, const Operand* operands,
+[[gnu::noinline]] bool run_call(const Node& call, const Operand* operands, std::uint32_t count,
                                 const state::Record& record, const Value* r, Env& env,
                                 Value& out) {
   Value inline_args[max_inline_args];
-  Value* args = in.count > max_inline_args ? in.node->scratch.data() : inline_args;
-  for (std::uint32_t k = 0; k < in.count; ++k) {
+  Value* args = count > max_inline_args ? call.scratch.data() : inline_args;
+  for (std::uint32_t k = 0; k < count; ++k) {
     args[k] = fetch(operands[k], record, r);
-    int checked = check_argument(*in.node, k, args[k], env);
+    int checked = check_argument(call, k, args[k], env);
     if (checked < 0) return false;
     if (checked > 0) {
       out = Value::null();
       return true;
     }
   }
-  return call_function(*in.node, args, in.count, env, out);
+  return call_function(call, args, count, env, out);
 }
 
 // concat(): strings and nulls (null is empty) joined here; any other kind is rendered by the
@@ -475,11 +505,11 @@ inline const Value& fetch(const Operand& o, const state::Record& record, const V
   for (std::uint32_t k = 0; k < in.count; ++k) {
     const Value& v = fetch(operands[k], record, r);
     if (v.kind != Kind::String && v.kind != Kind::Null)
-      return run_call(in, operands, record, r, env, out);
+      return run_call(*in.node, operands, in.count, record, r, env, out);
     total += v.kind == Kind::String ? v.size : 0;
   }
   if (total > std::numeric_limits<std::uint32_t>::max())
-    return run_call(in, operands, record, r, env, out); // which says it is too long
+    return run_call(*in.node, operands, in.count, record, r, env, out); // says it is too long
   char* p = allocate(env, total);
   if (p == nullptr) return false;
   std::size_t at = 0;
@@ -493,137 +523,300 @@ inline const Value& fetch(const Operand& o, const state::Record& record, const V
   return true;
 }
 
+// What an instruction asks of the loop that runs it: go on, go to its target, or stop (a
+// per-record error, ctx.error set).
+enum class Step : std::uint8_t { Next, Jump, Fail };
+
+// One record as an instruction sees it: the record and its row of registers (the one row of
+// run(), or row k of run_batch()'s register file).
+struct Row {
+  const state::Record& record;
+  Value* r;
+  EvalContext& ctx;
+  const state::FieldNames* names;
+  const Operand* args; // the program's call operands (Instr::args indexes them)
+};
+
+// HashModConst of anything but an int or a string: hash() and then `%`, by the general rules.
+[[gnu::noinline]] bool hash_mod_slow(const Instr& in, const Value& a, const Row& w);
+
+inline Step step_if(bool ok) {
+  return ok ? Step::Next : Step::Fail;
+}
+
+// Instruction `in` (whose code is C) on one record: the single definition of what each code
+// does, shared by run() and run_batch(). A template on the code so that run_batch() can
+// choose the code once per instruction and then run it over every row without a switch.
+// `at` is the instruction as stored, `in` the same or a copy of it: the out-of-line slow
+// paths get `at`, so that the address of a copy never escapes and the compiler may keep it
+// in registers across the rows (stores to registers could otherwise alias it).
+template <Code C>
+[[gnu::always_inline]] inline Step exec(const Instr& in, const Instr& at, const Row& w) {
+  Value* r = w.r;
+  auto A = [&]() -> const Value& { return fetch(in.a, w.record, r); };
+  auto B = [&]() -> const Value& { return fetch(in.b, w.record, r); };
+  auto env = [&] { return Env{w.record, w.ctx, w.names}; };
+  Value& dst = r[in.dst];
+  if constexpr (C == Code::LoadField || C == Code::Move) {
+    copy_value(dst, A());
+    return Step::Next;
+  } else if constexpr (C == Code::LoadPath) {
+    const Value* v = lookup(*in.node, w.record);
+    dst = v != nullptr ? *v : Value::null();
+    return Step::Next;
+  } else if constexpr (C == Code::Add || C == Code::Sub || C == Code::Mul || C == Code::Div ||
+                       C == Code::Mod) {
+    const Value& a = A();
+    const Value& b = B();
+    if (arithmetic_fast(C, a, b, dst)) return Step::Next;
+    Env e = env();
+    return step_if(apply_arithmetic(*in.node, a, b, e, dst));
+  } else if constexpr (C == Code::DivConst || C == Code::ModConst) {
+    const Value& a = A();
+    if (a.kind == Kind::Int) {
+      copy_value(dst, Value::integer(C == Code::DivConst ? in.divisor.quotient(a.i)
+                                                         : in.divisor.remainder(a.i)));
+      return Step::Next;
+    }
+    Env e = env();
+    return step_if(apply_arithmetic(*in.node, a, B(), e, dst));
+  } else if constexpr (C == Code::Eq || C == Code::Ne || C == Code::Lt || C == Code::Le ||
+                       C == Code::Gt || C == Code::Ge) {
+    const Value& a = A();
+    const Value& b = B();
+    if (compare_fast(C, a, b, dst)) return Step::Next;
+    Env e = env();
+    return step_if(apply_compare(*in.node, a, b, e, dst));
+  } else if constexpr (C == Code::Neg) {
+    Env e = env();
+    return step_if(apply_negate(*in.node, A(), e, dst));
+  } else if constexpr (C == Code::Not) {
+    Env e = env();
+    bool t;
+    if (!truth(at, 0, A(), e, t)) return Step::Fail;
+    copy_value(dst, Value::boolean(!t));
+    return Step::Next;
+  } else if constexpr (C == Code::Index) {
+    Env e = env();
+    return step_if(apply_index(*in.node, A(), B(), e, dst));
+  } else if constexpr (C == Code::Decide) {
+    bool t;
+    if (in.test != Code::Move) {
+      const Value& a = A();
+      const Value& b = B();
+      Value v;
+      if (!compare_fast(in.test, a, b, v)) {
+        Env e = env();
+        if (!apply_compare(*in.operand, a, b, e, v)) return Step::Fail;
+      }
+      t = v.b; // a comparison is always a bool
+    } else {
+      Env e = env();
+      if (!truth(at, in.index, A(), e, t)) return Step::Fail;
+    }
+    if (t != (in.k != 0)) return Step::Next;
+    copy_value(dst, Value::boolean(t));
+    return Step::Jump;
+  } else if constexpr (C == Code::SetBool) {
+    copy_value(dst, Value::boolean(in.k != 0));
+    return Step::Next;
+  } else if constexpr (C == Code::JumpUnless) {
+    Env e = env();
+    bool t;
+    if (!truth(at, 0, A(), e, t)) return Step::Fail;
+    return t ? Step::Next : Step::Jump;
+  } else if constexpr (C == Code::Jump) {
+    return Step::Jump;
+  } else if constexpr (C == Code::TakeNonNull) {
+    copy_value(dst, A());
+    return dst.is_null() ? Step::Next : Step::Jump;
+  } else if constexpr (C == Code::CheckArg) {
+    Env e = env();
+    int checked = check_argument(*in.node, in.index, A(), e);
+    if (checked < 0) return Step::Fail;
+    if (checked == 0) return Step::Next;
+    dst = Value::null();
+    return Step::Jump;
+  } else if constexpr (C == Code::Hash) {
+    const Value& a = A();
+    if (a.kind == Kind::Int) {
+      copy_value(dst, Value::integer(static_cast<std::int64_t>(hash_int(a.i))));
+    } else if (a.kind == Kind::String) {
+      copy_value(dst, Value::integer(static_cast<std::int64_t>(hash_string(a.str()))));
+    } else if (a.kind == Kind::Null) { // hash() propagates null
+      copy_value(dst, Value::null());
+    } else {
+      Env e = env();
+      return step_if(run_call(*in.node, w.args + in.args, in.count, w.record, r, e, dst));
+    }
+    return Step::Next;
+  } else if constexpr (C == Code::HashModConst) {
+    const Value& a = A();
+    if (a.kind == Kind::Int) [[likely]] {
+      copy_value(dst, Value::integer(in.divisor.remainder(static_cast<std::int64_t>(hash_int(a.i)))));
+      return Step::Next;
+    }
+    if (a.kind == Kind::String) {
+      auto h = static_cast<std::int64_t>(hash_string(a.str()));
+      copy_value(dst, Value::integer(in.divisor.remainder(h)));
+      return Step::Next;
+    }
+    return step_if(hash_mod_slow(at, a, w));
+  } else if constexpr (C == Code::Concat) {
+    Env e = env();
+    return step_if(run_concat(at, w.args + in.args, w.record, r, e, dst));
+  } else {
+    static_assert(C == Code::Call);
+    Env e = env();
+    return step_if(run_call(*in.node, w.args + in.args, in.count, w.record, r, e, dst));
+  }
+}
+
+bool hash_mod_slow(const Instr& in, const Value& a, const Row& w) {
+  Env env{w.record, w.ctx, w.names};
+  Value hashed;
+  if (a.kind == Kind::Null) {
+    hashed = Value::null(); // hash() propagates null
+  } else if (!run_call(*in.operand, w.args + in.args, in.count, w.record, w.r, env, hashed)) {
+    return false;
+  }
+  return apply_arithmetic(*in.node, hashed, in.node->args[1]->literal, env, w.r[in.dst]);
+}
+
+// Calls f(std::integral_constant<Code, c>) for the run-time code c: the one switch over
+// codes, shared by both loops.
+template <typename F> [[gnu::always_inline]] inline void dispatch(Code c, F&& f) {
+  using enum Code;
+  switch (c) {
+#define STREAMCTL_EXPR_CASE(name)                                                              \
+  case name: f(std::integral_constant<Code, name>{}); return;
+    STREAMCTL_EXPR_CASE(LoadField)
+    STREAMCTL_EXPR_CASE(LoadPath)
+    STREAMCTL_EXPR_CASE(Move)
+    STREAMCTL_EXPR_CASE(Add)
+    STREAMCTL_EXPR_CASE(Sub)
+    STREAMCTL_EXPR_CASE(Mul)
+    STREAMCTL_EXPR_CASE(Div)
+    STREAMCTL_EXPR_CASE(Mod)
+    STREAMCTL_EXPR_CASE(DivConst)
+    STREAMCTL_EXPR_CASE(ModConst)
+    STREAMCTL_EXPR_CASE(Eq)
+    STREAMCTL_EXPR_CASE(Ne)
+    STREAMCTL_EXPR_CASE(Lt)
+    STREAMCTL_EXPR_CASE(Le)
+    STREAMCTL_EXPR_CASE(Gt)
+    STREAMCTL_EXPR_CASE(Ge)
+    STREAMCTL_EXPR_CASE(Neg)
+    STREAMCTL_EXPR_CASE(Not)
+    STREAMCTL_EXPR_CASE(Index)
+    STREAMCTL_EXPR_CASE(Decide)
+    STREAMCTL_EXPR_CASE(SetBool)
+    STREAMCTL_EXPR_CASE(JumpUnless)
+    STREAMCTL_EXPR_CASE(Jump)
+    STREAMCTL_EXPR_CASE(TakeNonNull)
+    STREAMCTL_EXPR_CASE(CheckArg)
+    STREAMCTL_EXPR_CASE(Hash)
+    STREAMCTL_EXPR_CASE(HashModConst)
+    STREAMCTL_EXPR_CASE(Concat)
+    STREAMCTL_EXPR_CASE(Call)
+#undef STREAMCTL_EXPR_CASE
+  }
+}
+
+bool is_jump(Code c) {
+  return c == Code::Decide || c == Code::JumpUnless || c == Code::Jump ||
+         c == Code::TakeNonNull || c == Code::CheckArg;
+}
+
 } // namespace
 
 bool Program::run(const state::Record& record, EvalContext& ctx, Value& out) const {
-  Env env{record, ctx, names_};
-  Value* r = registers_.data();
+  const Row w{record, registers_.data(), ctx, names_, args_.data()};
   const Instr* code = code_.data();
   const auto size = static_cast<std::uint32_t>(code_.size());
-  auto A = [&](const Instr& in) -> const Value& { return fetch(in.a, record, r); };
-  auto B = [&](const Instr& in) -> const Value& { return fetch(in.b, record, r); };
   std::uint32_t pc = 0;
   while (pc < size) {
     const Instr& in = code[pc++];
-    switch (in.code) {
-    case Code::LoadField:
-    case Code::Move: copy_value(r[in.dst], A(in)); break;
-    case Code::LoadPath: {
-      const Value* v = lookup(*in.node, record);
-      r[in.dst] = v != nullptr ? *v : Value::null();
-      break;
-    }
-    case Code::Add:
-    case Code::Sub:
-    case Code::Mul:
-    case Code::Div:
-    case Code::Mod: {
-      const Value& a = A(in);
-      const Value& b = B(in);
-      if (!arithmetic_fast(in.code, a, b, r[in.dst]) &&
-          !apply_arithmetic(*in.node, a, b, env, r[in.dst]))
-        return false;
-      break;
-    }
-    case Code::DivConst:
-    case Code::ModConst: {
-      const Value& a = A(in);
-      if (a.kind == Kind::Int) {
-        copy_value(r[in.dst], Value::integer(in.code == Code::DivConst
-                                                 ? in.divisor.quotient(a.i)
-                                                 : in.divisor.remainder(a.i)));
-      } else if (!apply_arithmetic(*in.node, a, B(in), env, r[in.dst])) {
-        return false;
-      }
-      break;
-    }
-    case Code::Eq:
-    case Code::Ne:
-    case Code::Lt:
-    case Code::Le:
-    case Code::Gt:
-    case Code::Ge: {
-      const Value& a = A(in);
-      const Value& b = B(in);
-      if (!compare_fast(in.code, a, b, r[in.dst]) &&
-          !apply_compare(*in.node, a, b, env, r[in.dst]))
-        return false;
-      break;
-    }
-    case Code::Neg:
-      if (!apply_negate(*in.node, A(in), env, r[in.dst])) return false;
-      break;
-    case Code::Not: {
-      bool t;
-      if (!truth(in, 0, A(in), env, t)) return false;
-      copy_value(r[in.dst], Value::boolean(!t));
-      break;
-    }
-    case Code::Index:
-      if (!apply_index(*in.node, A(in), B(in), env, r[in.dst])) return false;
-      break;
-    case Code::Decide: {
-      bool t;
-      if (in.test != Code::Move) {
-        const Value& a = A(in);
-        const Value& b = B(in);
-        Value v;
-        if (!compare_fast(in.test, a, b, v) && !apply_compare(*in.operand, a, b, env, v))
-          return false;
-        t = v.b; // a comparison is always a bool
-      } else if (!truth(in, in.index, A(in), env, t)) {
-        return false;
-      }
-      if (t == (in.k != 0)) {
-        copy_value(r[in.dst], Value::boolean(t));
-        pc = in.target;
-      }
-      break;
-    }
-    case Code::SetBool: copy_value(r[in.dst], Value::boolean(in.k != 0)); break;
-    case Code::JumpUnless: {
-      bool t;
-      if (!truth(in, 0, A(in), env, t)) return false;
-      if (!t) pc = in.target;
-      break;
-    }
-    case Code::Jump: pc = in.target; break;
-    case Code::TakeNonNull:
-      copy_value(r[in.dst], A(in));
-      if (!r[in.dst].is_null()) pc = in.target;
-      break;
-    case Code::CheckArg: {
-      int checked = check_argument(*in.node, in.index, A(in), env);
-      if (checked < 0) return false;
-      if (checked > 0) {
-        r[in.dst] = Value::null();
-        pc = in.target;
-      }
-      break;
-    }
-    case Code::Hash: {
-      const Value& a = A(in);
-      if (a.kind == Kind::Int) {
-        copy_value(r[in.dst], Value::integer(static_cast<std::int64_t>(hash_int(a.i))));
-      } else if (a.kind == Kind::String) {
-        copy_value(r[in.dst], Value::integer(static_cast<std::int64_t>(hash_string(a.str()))));
-      } else if (a.kind == Kind::Null) { // hash() propagates null
-        copy_value(r[in.dst], Value::null());
-      } else if (!run_call(in, args_.data() + in.args, record, r, env, r[in.dst])) {
-        return false;
-      }
-      break;
-    }
-    case Code::Concat:
-      if (!run_concat(in, args_.data() + in.args, record, r, env, r[in.dst])) return false;
-      break;
-    case Code::Call:
-      if (!run_call(in, args_.data() + in.args, record, r, env, r[in.dst])) return false;
-      break;
-    }
+    Step s = Step::Next;
+    dispatch(in.code, [&](auto c) { s = exec<decltype(c)::value>(in, in, w); });
+    if (s == Step::Fail) return false;
+    if (s == Step::Jump) pc = in.target;
   }
-  copy_value(out, r[result_]);
+  copy_value(out, registers_[result_]);
   return true;
+}
+
+void Program::prepare_batch() const {
+  // Rows per chunk: enough to pay for choosing each instruction once, few enough that the
+  // register file (rows x registers Values) stays within the L1 and L2 caches.
+  const std::size_t per_row = std::max<std::size_t>(registers_.size(), 1);
+  const auto rows = static_cast<std::uint32_t>(std::clamp<std::size_t>(4096 / per_row, 16, 256));
+  std::vector<Value> columns;
+  columns.reserve(rows * per_row);
+  for (std::uint32_t k = 0; k < rows; ++k) // literals filled once, never written
+    columns.insert(columns.end(), registers_.begin(), registers_.end());
+  resume_.assign(rows, 0);
+  for (const Instr& in : code_)
+    jumps_ = jumps_ || is_jump(in.code);
+  columns_ = std::move(columns); // last: a throw above leaves the Program unprepared
+  batch_rows_ = rows;
+}
+
+// Runs the program over rows [0, n) of `records`, instruction by instruction. Returns the rows
+// that succeeded, a prefix: when row k fails, rows from k on take no further part, so a later
+// instruction can only fail at an earlier row, and ctx.error ends up describing the first
+// failing row and the first instruction that failed for it, as record-by-record evaluation
+// would.
+template <bool Jumps>
+std::uint32_t Program::run_rows(const state::Record* records, std::uint32_t n,
+                                EvalContext& ctx) const {
+  const std::size_t width = registers_.size();
+  Value* rows = columns_.data();
+  std::uint32_t* resume = resume_.data();
+  if constexpr (Jumps) std::fill(resume, resume + n, 0u);
+  std::uint32_t end = n;
+  const auto size = static_cast<std::uint32_t>(code_.size());
+  for (std::uint32_t pc = 0; pc < size && end > 0; ++pc) {
+    const Instr& in = code_[pc];
+    Instr copy = in; // kept in registers across the rows (see exec)
+    dispatch(in.code, [&](auto c) {
+      for (std::uint32_t k = 0; k < end; ++k) {
+        // A row that jumped past this instruction resumes at its target (jumps go forward).
+        if constexpr (Jumps)
+          if (resume[k] > pc) continue;
+        Step s = exec<decltype(c)::value>(copy, in, Row{records[k], rows + k * width, ctx,
+                                                        names_, args_.data()});
+        if (s == Step::Next) [[likely]]
+          continue;
+        if (s == Step::Fail) {
+          end = k;
+          return;
+        }
+        resume[k] = in.target;
+      }
+    });
+    in.a.hint = copy.a.hint; // field positions found on this chunk serve the next
+    in.b.hint = copy.b.hint;
+  }
+  return end;
+}
+
+std::size_t Program::run_batch(std::span<const state::Record> records, EvalContext& ctx,
+                               Value* out) const {
+  if (columns_.empty()) prepare_batch();
+  const std::size_t width = registers_.size();
+  std::size_t done = 0;
+  while (done < records.size()) {
+    auto n = static_cast<std::uint32_t>(std::min<std::size_t>(batch_rows_, records.size() - done));
+    std::uint32_t ok = jumps_ ? run_rows<true>(records.data() + done, n, ctx)
+                              : run_rows<false>(records.data() + done, n, ctx);
+    const Value* result = columns_.data() + result_;
+    for (std::uint32_t k = 0; k < ok; ++k)
+      copy_value(out[done + k], result[k * width]);
+    done += ok;
+    if (ok < n) break; // records[done] failed
+  }
+  return done;
 }
 
 std::string Program::operand_text(const Operand& o) const {
@@ -654,7 +847,10 @@ std::string Program::listing() const {
         out += (k == 0 ? " " : ", ") + operand_text(args_[in.args + k]);
       break;
     case Code::DivConst:
-    case Code::ModConst: out += " " + operand_text(in.a) + ", " + std::to_string(in.k); break;
+    case Code::ModConst:
+    case Code::HashModConst:
+      out += " " + operand_text(in.a) + ", " + std::to_string(in.k);
+      break;
     case Code::Add:
     case Code::Sub:
     case Code::Mul:

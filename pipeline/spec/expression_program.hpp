@@ -13,10 +13,17 @@
 // that semantics and messages are defined once. Nothing here allocates on the heap; strings
 // that functions make go into the caller's arena, as with the tree walker.
 //
+// run_batch() runs the same instructions over many records: each instruction is chosen once
+// and then applied to every row of a chunk of records (a register file with one row per
+// record), so the dispatch and the loop overhead are paid per batch, not per record, and
+// the independent work of consecutive records (e.g. the multiply chains of hash()) overlaps
+// in the CPU. Jumps are per row: a row that jumps skips the instructions before its target.
+//
 // Thread-safety: a Program, like the tree's field hints, is used by one task thread at a time
-// (the register file is mutable state).
+// (the register files are mutable state).
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -53,6 +60,8 @@ enum class Code : std::uint8_t {
   CheckArg,    // argument b of call `node` in r[a]: null (propagating) makes r[dst] null and
                // jumps to target; a kind the function does not take is an error
   Hash,        // r[dst] = hash(r[a]) (null gives null)
+  HashModConst, // r[dst] = hash(r[a]) % k, the bucket of a key: one instruction, no
+                // intermediate register; `operand` is the hash() call
   Concat,      // r[dst] = concat(args): strings joined directly, other kinds rendered
   Call,        // r[dst] = node's function of args (arguments checked)
 };
@@ -107,8 +116,9 @@ struct Instr {
   std::uint32_t target = 0;      // jumps: index of the next instruction to run
   std::uint32_t args = 0;        // Call, Concat: first of `count` operands in args_
   std::uint32_t count = 0;
-  std::int64_t k = 0;            // DivConst, ModConst: the divisor; Decide, SetBool: the bool
-  ConstantDivisor divisor;       // DivConst, ModConst
+  std::int64_t k = 0;            // DivConst, ModConst, HashModConst: the divisor;
+                                 // Decide, SetBool: the bool
+  ConstantDivisor divisor;       // DivConst, ModConst, HashModConst
   const Node* node = nullptr;    // the operator: messages and the general rules
   const Node* operand = nullptr; // Decide, JumpUnless, Not: the operand, for messages
 };
@@ -120,6 +130,13 @@ public:
 
   // Evaluates on one record; the same contract as Expression::eval before its final copy.
   bool run(const state::Record& record, EvalContext& ctx, state::Value& out) const;
+
+  // Evaluates records[0..n) in order into out[0..n) until the first per-record error, with
+  // the results run() would give. Returns how many records succeeded before it (n when
+  // none failed); records[returned] then failed and ctx.error says why, as run() would have
+  // said. The first call allocates the batch register file; later calls allocate nothing.
+  std::size_t run_batch(std::span<const state::Record> records, EvalContext& ctx,
+                        state::Value* out) const;
 
   const std::vector<Instr>& code() const { return code_; }
   std::size_t registers() const { return registers_.size(); }
@@ -133,10 +150,21 @@ private:
   std::uint32_t new_register(state::Value initial = state::Value::null());
   std::uint32_t emit(Instr instr);
   void lower_call(const Node& n, std::uint32_t dst);
+  static bool is_hash_mod_const(const Node& n);
+  std::uint32_t lower_hash_mod_const(const Node& n);
+  void prepare_batch() const;
+  template <bool Jumps>
+  std::uint32_t run_rows(const state::Record* records, std::uint32_t n, EvalContext& ctx) const;
 
   std::vector<Instr> code_;
   std::vector<Operand> args_;
   mutable std::vector<state::Value> registers_;
+  // run_batch(): batch_rows_ rows of registers_.size() registers (row k, register r at
+  // k * registers_.size() + r), and per row the instruction it resumes at after a jump.
+  mutable std::vector<state::Value> columns_;
+  mutable std::vector<std::uint32_t> resume_;
+  mutable std::uint32_t batch_rows_ = 0;
+  mutable bool jumps_ = false; // whether any instruction can jump (else resume_ is unused)
   std::uint32_t result_ = 0;
   const state::FieldNames* names_ = nullptr;
 };

@@ -37,3 +37,19 @@ TEST_CASE("filter output does not depend on the batch size", "[operators][filter
   for (std::size_t batch : {1, 3, 64, 999}) CHECK(h.run_operator("op", inputs, batch) == whole);
   CHECK(whole.size() == 143);
 }
+
+// filter evaluates `where` over the whole batch (Expression::eval_batch): each failing record
+// and each non-boolean result is reported, and the records after it are still filtered.
+TEST_CASE("filter over a batch reports every bad record and keeps filtering",
+          "[operators][filter]") {
+  Harness h(single_operator_pipeline("type = \"filter\"\nwhere = \"if(k == 0, 5, bytes > 10)\""));
+  auto out = h.run_operator("op", {R"({"k":1,"bytes":"many"})", R"({"k":1,"bytes":11})",
+                                   R"({"k":0,"bytes":50})", R"({"k":1,"bytes":2})",
+                                   R"({"k":1,"bytes":"lots"})", R"({"k":1,"bytes":12})"});
+  REQUIRE(out == std::vector<std::string>{R"({"k":1,"bytes":11})", R"({"k":1,"bytes":12})"});
+  REQUIRE(h.errors.errors.size() == 3);
+  CHECK(h.errors.errors[0].raw == R"({"k":1,"bytes":"many"})");
+  CHECK(h.errors.errors[1].raw == R"({"k":0,"bytes":50})");
+  CHECK(h.errors.errors[1].reason == "where expression must be boolean, got int");
+  CHECK(h.errors.errors[2].raw == R"({"k":1,"bytes":"lots"})");
+}

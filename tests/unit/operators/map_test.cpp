@@ -37,3 +37,23 @@ TEST_CASE("map renames onto an existing field by replacing it", "[operators][map
   auto out = h.run_operator("op", {R"({"a":1,"b":2})", R"({"b":3})"});
   REQUIRE(out == std::vector<std::string>{R"({"b":1})", R"({"b":3})"});
 }
+
+// map evaluates each `set` over the whole batch (Expression::eval_batch): a record that fails
+// is reported with the error of the first `set` that fails for it, and the records around it,
+// including later failing ones, go on in order.
+TEST_CASE("map over a batch reports each failing record with its first failing set",
+          "[operators][map]") {
+  Harness h(single_operator_pipeline(
+      "type = \"map\"\nset = { q = \"n / d\", r = \"n * s\" }"));
+  auto out = h.run_operator("op", {R"({"n":4,"d":2,"s":1})", R"({"n":4,"d":0,"s":"x"})",
+                                   R"({"n":6,"d":3,"s":2})", R"({"n":1,"d":1,"s":"y"})",
+                                   R"({"n":9,"d":9,"s":3})"});
+  REQUIRE(out == std::vector<std::string>{R"({"n":4,"d":2,"s":1,"q":2,"r":4})",
+                                          R"({"n":6,"d":3,"s":2,"q":2,"r":12})",
+                                          R"({"n":9,"d":9,"s":3,"q":1,"r":27})"});
+  REQUIRE(h.errors.errors.size() == 2);
+  CHECK(h.errors.errors[0].raw == R"({"n":4,"d":0,"s":"x"})");
+  CHECK(h.errors.errors[0].reason.find("division by zero") != std::string::npos);
+  CHECK(h.errors.errors[1].raw == R"({"n":1,"d":1,"s":"y"})");
+  CHECK(h.errors.errors[1].reason.find("expected a number, got string") != std::string::npos);
+}

@@ -12,6 +12,7 @@
 #include <limits>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -137,9 +138,13 @@ TEST_CASE("program: field operands are read in place and a constant divisor is s
           "[expression][program]") {
   FieldNames names;
   Lowered hash("hash(seq) % 100000", names);
-  CHECK(hash.listing() == "0: r0 = hash $seq\n"
-                          "1: r2 = mod.const r0, 100000\n"
-                          "result r2\n");
+  // hash() of a key modulo a constant is one instruction (the bucket of a key).
+  CHECK(hash.listing() == "0: r0 = hash.mod.const $seq, 100000\n"
+                          "result r0\n");
+  CHECK(Lowered("(hash(seq) + 0) % 7", names).listing() == "0: r0 = hash $seq\n"
+                                                           "1: r2 = add r0, r1\n"
+                                                           "2: r4 = mod.const r2, 7\n"
+                                                           "result r4\n");
   Lowered filter("status == 200 && kb > 4 && user != \"bot\"", names);
   CHECK(filter.listing() == "0: r0 = decide eq $status, r1 -> 4\n"
                             "1: r0 = decide gt $kb, r2 -> 4\n"
@@ -291,6 +296,41 @@ TEST_CASE("program: hash of ints and strings matches the general hash", "[expres
   CHECK(rs.eval("hash(t)", r).i == rs.eval("hash(true)", r).i);
 }
 
+TEST_CASE("program: hash(x) % k in one instruction agrees with hash and % apart",
+          "[expression][program]") {
+  Records rs;
+  Value elements[] = {Value::integer(1), Value::null()};
+  Record r = rs.make({{"i", Value::integer(-17)},
+                      {"big", Value::integer(INT64_MIN)},
+                      {"s", rs.str("key")},
+                      {"e", rs.str("")},
+                      {"f", Value::floating(2.5)},
+                      {"t", Value::boolean(false)},
+                      {"n", Value::null()},
+                      {"a", Value::array_of(elements, 2)}});
+  for (const char* x : {"i", "big", "s", "e", "f", "t", "n", "missing", "a"}) {
+    for (const char* k : {"1", "2", "7", "100000", "-3", "-100000", "9223372036854775807"}) {
+      std::string fused = std::string("hash(") + x + ") % " + k;
+      std::string apart = std::string("(hash(") + x + ") ?? null) % " + k; // not fused
+      INFO(fused);
+      REQUIRE(Lowered(fused, rs.names).listing().find("hash.mod.const") != std::string::npos);
+      REQUIRE(Lowered(apart, rs.names).listing().find("hash.mod.const") == std::string::npos);
+      Value a = rs.eval(fused, r);
+      Value b = rs.eval(apart, r);
+      CHECK(same_value(a, b));
+      CHECK(a.kind == (std::string(x) == "n" || std::string(x) == "missing" ? Kind::Null
+                                                                              : Kind::Int));
+    }
+  }
+  // The sign of the remainder follows the hash (C++ %), whatever the divisor's sign.
+  std::int64_t h = rs.eval("hash(s)", r).i;
+  CHECK(rs.eval("hash(s) % 1000", r).i == h % 1000);
+  CHECK(rs.eval("hash(s) % -1000", r).i == h % -1000);
+  // Divisors that can fail or overflow keep the general rules and messages.
+  CHECK(rs.error("hash(s) % 0", r) == "modulo by zero in 'hash(s) % 0'");
+  CHECK(rs.eval("hash(s) % -1", r).i == 0);
+}
+
 TEST_CASE("program: concat of strings goes into the arena and needs one",
           "[expression][program]") {
   Records rs;
@@ -418,6 +458,141 @@ private:
 
 } // namespace
 
+namespace {
+
+// One outcome of eval_batch() for a record: its value or its error.
+struct Outcome {
+  bool ok = false;
+  Value value;
+  std::string error;
+};
+
+// eval_batch() over all of `records`, continuing after each failing record as an operator
+// does.
+std::vector<Outcome> eval_all(const Expression& e, const std::vector<Record>& records,
+                              EvalContext& ctx) {
+  std::vector<Outcome> outcomes(records.size());
+  std::vector<Value> column(records.size());
+  std::size_t at = 0;
+  while (at < records.size()) {
+    std::span<const Record> rest(records.data() + at, records.size() - at);
+    ctx.error.clear();
+    std::size_t done = e.eval_batch(rest, ctx, column.data() + at);
+    for (std::size_t k = at; k < at + done; ++k)
+      outcomes[k] = Outcome{true, column[k], ""};
+    at += done;
+    if (at < records.size()) {
+      outcomes[at] = Outcome{false, Value::null(), ctx.error};
+      ++at;
+    }
+  }
+  return outcomes;
+}
+
+} // namespace
+
+TEST_CASE("program: a batch stops at the first failing record with that record's error",
+          "[expression][program]") {
+  Records rs;
+  // Record 2 fails at the addition, record 3 earlier (at the multiplication): the batch
+  // must report record 2, and the message eval() gives for it.
+  std::vector<Record> records = {
+      rs.make({{"a", Value::integer(1)}, {"b", Value::integer(2)}}),
+      rs.make({{"a", Value::integer(3)}, {"b", Value::integer(4)}}),
+      rs.make({{"a", Value::integer(5)}, {"b", rs.str("x")}}),
+      rs.make({{"a", rs.str("y")}, {"b", Value::integer(6)}}),
+      rs.make({{"a", Value::integer(7)}, {"b", Value::integer(8)}}),
+  };
+  auto e = Expression::compile("a * 2 + b", rs.names);
+  std::vector<Value> out(records.size());
+  CHECK(e.eval_batch(records, rs.ctx, out.data()) == 2);
+  CHECK(out[0].i == 4);
+  CHECK(out[1].i == 10);
+  CHECK(rs.ctx.error == rs.error("a * 2 + b", records[2]));
+  CHECK(rs.ctx.error == "field 'b': expected a number, got string in 'a * 2 + b'");
+  std::span<const Record> rest(records.begin() + 3, records.end());
+  CHECK(e.eval_batch(rest, rs.ctx, out.data()) == 0);
+  CHECK(rs.ctx.error == "field 'a': expected a number, got string in 'a * 2'");
+  CHECK(e.eval_batch(rest.subspan(1), rs.ctx, out.data()) == 1);
+  CHECK(out[0].i == 22);
+  CHECK(e.eval_batch(std::span<const Record>(), rs.ctx, out.data()) == 0);
+}
+
+TEST_CASE("program: in a batch a record skips what its jumps skip", "[expression][program]") {
+  Records rs;
+  std::vector<Record> records;
+  for (std::int64_t a : {2, 0, 5, 0, -1})
+    records.push_back(rs.make({{"a", Value::integer(a)}, {"s", rs.str("x")}}));
+  // Each of these fails on a record with a == 0 if it evaluates what the record skips.
+  for (const char* text : {"a != 0 && 10 / a > 1", "a == 0 || 10 % a == 0",
+                           "if(a == 0, -1, 10 / a)", "if(a == 0, 1, null) ?? 10 / a",
+                           "a > 0 && s * 2 > 1 || a <= 0"}) {
+    INFO(text);
+    auto e = Expression::compile(text, rs.names);
+    auto outcomes = eval_all(e, records, rs.ctx);
+    for (std::size_t k = 0; k < records.size(); ++k) {
+      Value v;
+      rs.ctx.error.clear();
+      bool ok = e.eval(records[k], rs.ctx, v);
+      INFO("record " << k << ": " << rs.ctx.error << " / " << outcomes[k].error);
+      REQUIRE(outcomes[k].ok == ok);
+      CHECK(outcomes[k].error == (ok ? "" : rs.ctx.error));
+      if (ok) CHECK(same_value(outcomes[k].value, v));
+    }
+  }
+  auto e = Expression::compile("if(a == 0, -1, 10 / a)", rs.names);
+  auto outcomes = eval_all(e, records, rs.ctx);
+  CHECK(outcomes[1].ok);
+  CHECK(outcomes[1].value.i == -1);
+  CHECK(outcomes[2].value.i == 2);
+}
+
+TEST_CASE("program: a batch longer than the register file agrees with eval()",
+          "[expression][program]") {
+  Records rs;
+  std::vector<Record> records;
+  for (std::int64_t k = 0; k < 1000; ++k)
+    records.push_back(rs.make(
+        {{"seq", k % 97 == 0 ? Value::null() : Value::integer(k * 7919 - 400000)},
+         {"user", rs.str("u" + std::to_string(k % 13))}}));
+  for (const char* text : {"hash(seq) % 100000", "hash(user) % 64", "seq * 3 - 1",
+                           "concat(user, \"-\", to_string(seq))", "seq > 0 && user != \"u3\"",
+                           "seq / 1000"}) {
+    INFO(text);
+    auto e = Expression::compile(text, rs.names);
+    std::vector<Value> out(records.size());
+    REQUIRE(e.eval_batch(records, rs.ctx, out.data()) == records.size());
+    for (std::size_t k = 0; k < records.size(); ++k) {
+      Value v;
+      REQUIRE(e.eval(records[k], rs.ctx, v));
+      INFO("record " << k << ": " << show(out[k]) << " / " << show(v));
+      REQUIRE(same_value(out[k], v));
+    }
+  }
+  // Overflow from some record on, in the first chunk or a later one (seq grows with k): the
+  // first such record is reported.
+  std::vector<std::size_t> stops;
+  for (const char* text : {"seq * 10000000000000", "seq * seq * seq", "seq * 1000000000000"}) {
+    INFO(text);
+    auto e = Expression::compile(text, rs.names);
+    std::size_t first = records.size();
+    std::string message;
+    for (std::size_t k = 0; k < records.size() && first == records.size(); ++k) {
+      Value v;
+      if (!e.eval(records[k], rs.ctx, v)) {
+        first = k;
+        message = rs.ctx.error;
+      }
+    }
+    std::vector<Value> out(records.size());
+    rs.ctx.error.clear();
+    CHECK(e.eval_batch(records, rs.ctx, out.data()) == first);
+    CHECK(rs.ctx.error == message);
+    stops.push_back(first);
+  }
+  CHECK(stops == std::vector<std::size_t>{167, 316, records.size()});
+}
+
 TEST_CASE("program: agrees with the tree walker on random expressions and records",
           "[expression][program]") {
   RandomExpressions gen(20261201);
@@ -435,6 +610,9 @@ TEST_CASE("program: agrees with the tree walker on random expressions and record
     b.finish(batch);
     records.push_back(batch[batch.size() - 1]);
   }
+  std::vector<Record> many;
+  for (int k = 0; k < 300; ++k)
+    many.push_back(records[static_cast<std::size_t>(k * 7) % records.size()]);
   int compiled = 0;
   int failures = 0;
   for (int n = 0; n < 3000; ++n) {
@@ -467,6 +645,24 @@ TEST_CASE("program: agrees with the tree walker on random expressions and record
       } else {
         REQUIRE(same_value(from_program, from_tree));
       }
+    }
+    // The same records, repeated past one chunk of the batch register file, by eval_batch().
+    EvalContext batch_ctx;
+    batch_ctx.arena = &arena;
+    std::vector<Outcome> outcomes = eval_all(*e, many, batch_ctx);
+    for (std::size_t k = 0; k < many.size(); ++k) {
+      EvalContext ctx;
+      ctx.arena = &arena;
+      Value v;
+      bool ok = e->eval(many[k], ctx, v);
+      INFO(text << "\nrecord " << k << "\neval: " << (ok ? show(v) : ctx.error)
+                << "\neval_batch: "
+                << (outcomes[k].ok ? show(outcomes[k].value) : outcomes[k].error));
+      REQUIRE(outcomes[k].ok == ok);
+      if (ok)
+        REQUIRE(same_value(outcomes[k].value, v));
+      else
+        REQUIRE(outcomes[k].error == ctx.error);
     }
     arena.reset();
   }
