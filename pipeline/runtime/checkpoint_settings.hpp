@@ -44,6 +44,10 @@ inline bool fork_snapshots_of(const pipeline::PipelineSpec& spec) {
   return spec.root["checkpoint"]["snapshot"].value_or(std::string("copy")) == "fork";
 }
 
+inline std::chrono::milliseconds checkpoint_timeout_of(const pipeline::PipelineSpec& spec) {
+  return std::chrono::milliseconds(pipeline::duration_ms_or(spec.root["checkpoint"]["timeout"].node(), 60'000));
+}
+
 inline CheckpointSettings checkpoint_settings_of(const pipeline::PipelineSpec& spec,
                                                  const std::filesystem::path& state_dir) {
   CheckpointSettings s;
@@ -51,7 +55,7 @@ inline CheckpointSettings checkpoint_settings_of(const pipeline::PipelineSpec& s
   s.interval = std::chrono::milliseconds(pipeline::duration_ms_or(table["interval"].node(), 0));
   s.exactly_once = table["mode"].value_or(std::string("exactly-once")) != "at-least-once";
   s.retain = static_cast<int>(table["retain"].value_or(std::int64_t{3}));
-  s.timeout = std::chrono::milliseconds(pipeline::duration_ms_or(table["timeout"].node(), 60'000));
+  s.timeout = checkpoint_timeout_of(spec);
   s.root = checkpoint_root(spec, state_dir);
   s.fork_snapshots = fork_snapshots_of(spec);
   return s;

@@ -1,12 +1,14 @@
 #include "pipeline/runtime/forked_snapshot.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -74,8 +76,17 @@ void close_all_but(int keep) {
 
 } // namespace
 
+std::string ForkedSnapshot::unavailable_reason() {
+#if defined(__SANITIZE_ADDRESS__)
+  return "this is a sanitizer build, whose allocator is not fork-safe";
+#else
+  return {};
+#endif
+}
+
 Result<ForkedSnapshot> ForkedSnapshot::start(SnapshotJob job,
-                                             const std::function<std::vector<SnapshotSegment>()>& segments) {
+                                             const std::function<std::vector<SnapshotSegment>()>& segments,
+                                             std::chrono::milliseconds timeout) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return fail(std::string("cannot fork the snapshot: pipe: ") + std::strerror(errno));
   const pid_t parent = ::getpid();
@@ -91,19 +102,24 @@ Result<ForkedSnapshot> ForkedSnapshot::start(SnapshotJob job,
     run_child(parent, fds[1], job, segments);
   }
   ::close(fds[1]);
-  return ForkedSnapshot(pid, fds[0], job.checkpoint_id, job.path.filename().string());
+  return ForkedSnapshot(pid, fds[0], job.checkpoint_id, job.path.filename().string(),
+                        std::chrono::steady_clock::now() + timeout);
 }
 
-ForkedSnapshot::ForkedSnapshot(pid_t pid, int report_fd, std::uint64_t checkpoint_id, std::string file_name)
-    : pid_(pid), report_fd_(report_fd), checkpoint_id_(checkpoint_id), file_name_(std::move(file_name)) {}
+ForkedSnapshot::ForkedSnapshot(pid_t pid, int report_fd, std::uint64_t checkpoint_id, std::string file_name,
+                               std::chrono::steady_clock::time_point deadline)
+    : deadline_(deadline), pid_(pid), report_fd_(report_fd), checkpoint_id_(checkpoint_id),
+      file_name_(std::move(file_name)) {}
 
 ForkedSnapshot::ForkedSnapshot(ForkedSnapshot&& other) noexcept
-    : pid_(std::exchange(other.pid_, -1)), report_fd_(std::exchange(other.report_fd_, -1)),
-      checkpoint_id_(other.checkpoint_id_), file_name_(std::move(other.file_name_)) {}
+    : deadline_(other.deadline_), pid_(std::exchange(other.pid_, -1)),
+      report_fd_(std::exchange(other.report_fd_, -1)), checkpoint_id_(other.checkpoint_id_),
+      file_name_(std::move(other.file_name_)) {}
 
 ForkedSnapshot& ForkedSnapshot::operator=(ForkedSnapshot&& other) noexcept {
   if (this != &other) {
     kill_and_reap();
+    deadline_ = other.deadline_;
     pid_ = std::exchange(other.pid_, -1);
     report_fd_ = std::exchange(other.report_fd_, -1);
     checkpoint_id_ = other.checkpoint_id_;
@@ -129,7 +145,18 @@ SnapshotWritten ForkedSnapshot::wait() {
   out.file_name = file_name_;
   std::string report;
   char buffer[4096];
+  bool timed_out = false;
   for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - std::chrono::steady_clock::now());
+    pollfd readable{report_fd_, POLLIN, 0};
+    const int ready = left.count() > 0 ? ::poll(&readable, 1, static_cast<int>(std::min<std::int64_t>(left.count(), 1000))) : 0;
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) {
+      if (std::chrono::steady_clock::now() < deadline_) continue;
+      timed_out = true;
+      ::kill(pid_, SIGKILL);
+      break;
+    }
     ssize_t n = ::read(report_fd_, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
@@ -145,6 +172,10 @@ SnapshotWritten ForkedSnapshot::wait() {
   const std::size_t newline = report.find('\n');
   const bool complete = WIFEXITED(status) && WEXITSTATUS(status) == 0 && newline != std::string::npos &&
                         std::sscanf(report.c_str(), "%llu %llu %lf", &bytes, &raw, &seconds) == 3;
+  if (timed_out) {
+    out.error = "the snapshot process did not finish before the checkpoint's timeout: killed";
+    return out;
+  }
   if (!complete) {
     out.error = WIFSIGNALED(status)
                     ? "the snapshot process was killed by signal " + std::to_string(WTERMSIG(status))

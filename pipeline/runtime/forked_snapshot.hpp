@@ -15,6 +15,9 @@
 // with the thread that forked it (PR_SET_PDEATHSIG), so that kill -9 of the worker leaves no
 // child writing behind.
 //
+// A child that has not reported by its deadline (the checkpoint's timeout) is killed, as a
+// hung one would otherwise hold up every later snapshot of its task.
+//
 // Report (the pipe, once, then EOF): text, "<file bytes> <raw bytes> <seconds>\n<error>",
 // the error empty when the file is durable. A child that dies without a full report fails
 // the snapshot with its exit status.
@@ -23,7 +26,9 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "pipeline/runtime/task_chain.hpp"
@@ -39,7 +44,14 @@ public:
   // Forks. In the child: job.segments = segments(), then the file is written as
   // AsyncSnapshotWriter::write does, and the outcome is reported. `segments` runs only in the
   // child, before start() returns in the parent or not at all; a failure to fork is returned.
-  static Result<ForkedSnapshot> start(SnapshotJob job, const std::function<std::vector<SnapshotSegment>()>& segments);
+  // A child that has not reported within `timeout` is killed, and its snapshot fails: a
+  // child that hangs must not hold up every later snapshot of its task.
+  static Result<ForkedSnapshot> start(SnapshotJob job, const std::function<std::vector<SnapshotSegment>()>& segments,
+                                      std::chrono::milliseconds timeout);
+  // Whether this build can fork snapshots: not under AddressSanitizer, whose allocator (GCC
+  // 12's) is not fork-safe: a child forked while another thread of the worker held one of
+  // its locks waits for it forever. Empty when it can; else why not.
+  static std::string unavailable_reason();
 
   ForkedSnapshot(ForkedSnapshot&& other) noexcept;
   ForkedSnapshot& operator=(ForkedSnapshot&& other) noexcept;
@@ -54,9 +66,11 @@ public:
   pid_t pid() const { return pid_; }
 
 private:
-  ForkedSnapshot(pid_t pid, int report_fd, std::uint64_t checkpoint_id, std::string file_name);
+  ForkedSnapshot(pid_t pid, int report_fd, std::uint64_t checkpoint_id, std::string file_name,
+                 std::chrono::steady_clock::time_point deadline);
   void kill_and_reap();
 
+  std::chrono::steady_clock::time_point deadline_;
   pid_t pid_ = -1;
   int report_fd_ = -1;
   std::uint64_t checkpoint_id_ = 0;

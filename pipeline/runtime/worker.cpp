@@ -481,9 +481,15 @@ private:
     const auto ops = chain_->operators();
     if (std::none_of(ops.begin(), ops.end(), [](const operators::Operator* op) { return op->has_state(); }))
       return false;
-    auto child = ForkedSnapshot::start(job, [&] {
-      return TaskChain::assemble(std::move(edges), chain_->snapshot_operators(&plan));
-    });
+    if (const std::string why = ForkedSnapshot::unavailable_reason(); !why.empty()) {
+      if (!fork_unavailable_reported_)
+        log_.warn("snapshot = \"fork\" is not available: {}; the task takes its state itself", why);
+      fork_unavailable_reported_ = true;
+      return false;
+    }
+    auto child = ForkedSnapshot::start(
+        job, [&] { return TaskChain::assemble(std::move(edges), chain_->snapshot_operators(&plan)); },
+        checkpoint_timeout_of(job_->spec));
     if (!child) {
       log_.warn("checkpoint {}: {}; the task takes its state itself", job.checkpoint_id, child.error());
       return false;
@@ -771,6 +777,7 @@ private:
   std::map<std::uint64_t, std::vector<std::string>> referenced_files_; // by checkpoint, until reported
   // Incremental checkpoints: what each snapshot writes and builds on; made at the first one.
   std::optional<IncrementalSnapshots> incremental_;
+  bool fork_unavailable_reported_ = false; // snapshot = "fork" in a build that cannot: said once
   std::map<std::uint64_t, std::vector<CheckpointTaskFile::PreviousFile>> previous_files_; // until reported
   std::unique_ptr<LivenessBeacon> beacon_;
   std::unique_ptr<WatermarkTracker> watermarks_;

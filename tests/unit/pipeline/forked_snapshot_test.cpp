@@ -58,6 +58,12 @@ std::string segment_of(const fs::path& path, std::uint32_t key_group) {
   return *bytes;
 }
 
+template <typename Segments>
+Result<ForkedSnapshot> start_child(SnapshotJob job, Segments segments,
+                                   std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+  return ForkedSnapshot::start(std::move(job), segments, timeout);
+}
+
 } // namespace
 
 TEST_CASE("a forked snapshot holds the state as it was at the fork", "[forked_snapshot]") {
@@ -67,7 +73,7 @@ TEST_CASE("a forked snapshot holds the state as it was at the fork", "[forked_sn
   for (std::size_t kg = 0; kg < state.size(); ++kg) state[kg] = std::string(1000 + kg, static_cast<char>('a' + kg));
   const std::vector<std::string> at_fork = state;
 
-  auto child = ForkedSnapshot::start(make_job(path), [&] {
+  auto child = start_child(make_job(path), [&] {
     // In the child: give the parent time to change its copy; this one must not see it.
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     std::vector<SnapshotSegment> segments;
@@ -96,7 +102,7 @@ TEST_CASE("a forked snapshot's process keeps none of the parent's descriptors", 
   int fds[2];
   REQUIRE(::pipe(fds) == 0); // not close-on-exec: fork alone would keep it open
   const fs::path path = tmp.path / "f.snap";
-  auto child = ForkedSnapshot::start(make_job(path), [&] {
+  auto child = start_child(make_job(path), [&] {
     const bool open = ::fcntl(fds[0], F_GETFD) != -1 || ::fcntl(fds[1], F_GETFD) != -1;
     return std::vector<SnapshotSegment>{{"agg", state::SegmentKind::Keyed, 0, open ? "open" : "closed"}};
   });
@@ -112,7 +118,7 @@ TEST_CASE("a forked snapshot that throws, cannot write or is killed fails with a
           "[forked_snapshot]") {
   TempDir tmp;
   SECTION("the state cannot be serialised") {
-    auto child = ForkedSnapshot::start(make_job(tmp.path / "a.snap"), []() -> std::vector<SnapshotSegment> {
+    auto child = start_child(make_job(tmp.path / "a.snap"), []() -> std::vector<SnapshotSegment> {
       throw std::runtime_error("no memory for the state");
     });
     REQUIRE(child);
@@ -121,14 +127,14 @@ TEST_CASE("a forked snapshot that throws, cannot write or is killed fails with a
     CHECK_FALSE(fs::exists(tmp.path / "a.snap"));
   }
   SECTION("the checkpoint directory is gone") {
-    auto child = ForkedSnapshot::start(make_job(tmp.path / "gone" / "b.snap"),
+    auto child = start_child(make_job(tmp.path / "gone" / "b.snap"),
                                        [] { return std::vector<SnapshotSegment>{}; });
     REQUIRE(child);
     SnapshotWritten written = child->wait();
     CHECK_THAT(written.error, Catch::Contains((tmp.path / "gone").string()));
   }
   SECTION("kill -9 of the snapshot process") {
-    auto child = ForkedSnapshot::start(make_job(tmp.path / "c.snap"), [] {
+    auto child = start_child(make_job(tmp.path / "c.snap"), [] {
       std::this_thread::sleep_for(std::chrono::seconds(30));
       return std::vector<SnapshotSegment>{};
     });
@@ -142,10 +148,29 @@ TEST_CASE("a forked snapshot that throws, cannot write or is killed fails with a
   }
 }
 
+TEST_CASE("a forked snapshot that outlives its timeout is killed and fails", "[forked_snapshot]") {
+  TempDir tmp;
+  auto child = start_child(
+      make_job(tmp.path / "e.snap"),
+      [] {
+        std::this_thread::sleep_for(std::chrono::seconds(30));
+        return std::vector<SnapshotSegment>{};
+      },
+      std::chrono::milliseconds(300));
+  REQUIRE(child);
+  const pid_t pid = child->pid();
+  const auto start = std::chrono::steady_clock::now();
+  SnapshotWritten written = child->wait();
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+  CHECK_THAT(written.error, Catch::Contains("did not finish before the checkpoint's timeout"));
+  CHECK(::kill(pid, 0) == -1); // killed and reaped
+  CHECK_FALSE(fs::exists(tmp.path / "e.snap"));
+}
+
 TEST_CASE("the snapshot writer waits for a forked snapshot in turn", "[forked_snapshot]") {
   TempDir tmp;
   AsyncSnapshotWriter writer;
-  auto child = ForkedSnapshot::start(make_job(tmp.path / "first.snap"), [] {
+  auto child = start_child(make_job(tmp.path / "first.snap"), [] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     return std::vector<SnapshotSegment>{{"agg", state::SegmentKind::Keyed, 3, "forked"}};
   });
@@ -175,7 +200,7 @@ TEST_CASE("destroying a forked snapshot kills and reaps its process", "[forked_s
   TempDir tmp;
   pid_t pid = -1;
   {
-    auto child = ForkedSnapshot::start(make_job(tmp.path / "d.snap"), [] {
+    auto child = start_child(make_job(tmp.path / "d.snap"), [] {
       std::this_thread::sleep_for(std::chrono::seconds(30));
       return std::vector<SnapshotSegment>{};
     });
