@@ -77,11 +77,7 @@ assert_no_processes_left() {
 # wait_for_text FILE TEXT [SECONDS]: waits until FILE contains TEXT (a job's log line, say), so a
 # test acts on a running job rather than on a guess of how long start-up takes on a busy machine.
 wait_for_text() {
-  local deadline=$((SECONDS + ${3:-30}))
-  until grep -qF -- "$2" "$1" 2>/dev/null; do
-    ((SECONDS < deadline)) || { cat "$1" >&2 || true; fail "'$1' never showed '$2'"; }
-    sleep 0.05
-  done
+  wait_for_any_text "$1" "${3:-30}" "$2" >/dev/null
 }
 
 # Waits until FILE shows one of TEXTS, and prints the first that it shows.
@@ -95,6 +91,7 @@ wait_for_any_text() { # FILE TIMEOUT TEXT...
     sleep 0.05
   done
   cat "$file" >&2 || true
+  (($# == 1)) && fail "'$file' never showed '$1'"
   fail "'$file' never showed any of: $*"
 }
 
