@@ -16,11 +16,7 @@ import socket
 import sys
 import time
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        print(s.getsockname()[1])
+from free_port import free_port
 
 
 def listen(port):
@@ -81,7 +77,8 @@ def zmq_peer(kind, endpoint, out_path):
 
 def main(argv):
     if argv[0] == "free-port":
-        return free_port()
+        print(free_port())
+        return 0
     if argv[0] == "tcp":
         close_at, reopen_after = [], 0.5
         rest = argv[3:]
