@@ -124,8 +124,12 @@ void CheckpointCoordinator::on_ack(std::size_t task, const transport::ControlMes
   }
   f.previous = std::move(*previous);
   f.counts = counts_of_task_ ? counts_of_task_(t, m.get("metrics")) : m.get("metrics");
-  pending_->figures[task] = CheckpointFigures{pending_->id, static_cast<std::uint64_t>(m.get_int("duration_ms", 0)),
-                                              static_cast<std::uint64_t>(m.get_int("alignment_ms", 0)), f.bytes};
+  pending_->figures[task] = CheckpointFigures{pending_->id,
+                                              static_cast<std::uint64_t>(m.get_int("duration_ms", 0)),
+                                              static_cast<std::uint64_t>(m.get_int("alignment_ms", 0)),
+                                              f.bytes,
+                                              static_cast<std::uint64_t>(m.get_int("pause_ms", 0)),
+                                              static_cast<std::uint64_t>(m.get_int("raw_bytes", 0))};
   pending_->files[task] = std::move(f);
   if (++pending_->acked == workers_.size()) complete();
 }

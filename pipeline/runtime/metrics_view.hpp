@@ -27,6 +27,13 @@ struct CheckpointFigures {
   std::uint64_t duration_ms = 0;  // barrier received (or, at a source, injected) to snapshot written
   std::uint64_t alignment_ms = 0; // first barrier to last, over the subtask's inputs
   std::uint64_t bytes = 0;        // the subtask's snapshot file, compressed
+  // How long the task held its records while it took its state (the synchronous part; the
+  // rest is the background writer's or a forked child's), and the snapshot's bytes before
+  // compression: with [checkpoint] snapshot = "copy", what the task's memory held for it until
+  // it was written (with "fork", the child's; the task pays instead for the pages it changes
+  // while the child runs).
+  std::uint64_t pause_ms = 0;
+  std::uint64_t raw_bytes = 0;
 };
 
 struct SubtaskMetrics {

@@ -93,6 +93,13 @@ const Family kSubtaskFamilies[] = {
     {"last_checkpoint_bytes", "gauge",
      "Bytes of the subtask's snapshot file in the last completed checkpoint.",
      [](const SubtaskMetrics& s) { return checkpoint_figure(s, s.last_checkpoint.bytes); }},
+    {"last_checkpoint_pause_seconds", "gauge",
+     "How long the subtask's task held its records to take its state in the last completed checkpoint.",
+     [](const SubtaskMetrics& s) { return checkpoint_figure(s, seconds(s.last_checkpoint.pause_ms)); }},
+    {"last_checkpoint_raw_bytes", "gauge",
+     "Bytes of the subtask's snapshot before compression in the last completed checkpoint: what "
+     "memory held for it until it was written.",
+     [](const SubtaskMetrics& s) { return checkpoint_figure(s, s.last_checkpoint.raw_bytes); }},
     {"latency_max_seconds", "gauge",
      "Largest source-to-here latency of the latency markers the subtask saw.",
      [](const SubtaskMetrics& s) -> std::optional<Value> {

@@ -466,8 +466,9 @@ private:
     if (const operators::Source* source = chain_->source())
       referenced_files_[barrier.checkpoint_id] = source->referenced_files();
     if (pass_barrier_on) router_->send_barrier(barrier);
-    log_.debug("checkpoint {}: state taken in {} ms{}", barrier.checkpoint_id,
-               std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count(),
+    timing.pause_ms = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
+    log_.debug("checkpoint {}: state taken in {} ms{}", barrier.checkpoint_id, timing.pause_ms,
                forked ? " (forked)" : "");
   }
 
@@ -539,6 +540,7 @@ private:
                .set("write_ms", std::to_string(static_cast<long long>(done.seconds * 1000)))
                .set("metrics", timing ? timing.mapped().metrics : std::string())
                .set("alignment_ms", timing ? std::to_string(timing.mapped().alignment_ms) : "0")
+               .set("pause_ms", timing ? std::to_string(timing.mapped().pause_ms) : "0")
                .set("duration_ms", timing ? std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
                                                                Clock::now() - timing.mapped().started)
                                                                .count())
@@ -801,6 +803,7 @@ private:
   struct CheckpointTiming {
     Clock::time_point started;
     std::uint64_t alignment_ms = 0;
+    std::uint64_t pause_ms = 0; // taking the state, in the task (take_checkpoint)
     std::string metrics;
   };
   std::map<std::uint64_t, CheckpointTiming> checkpoint_timing_;

@@ -69,6 +69,16 @@ assert_eq 10000 "$(field "$WORK/plain.json" quarter records_out)" "records out o
 assert_eq 10000 "$(field "$WORK/plain.json" per_key records_in)" "records into the reduce"
 assert_eq "$written" "$(field "$WORK/plain.json" out records_in)" "records into the sink"
 assert_eq 25 "$(field "$WORK/plain.json" per_key state_entries)" "keys the reduce holds (seq % 100 of multiples of 4)"
+# Each subtask's part of the last checkpoint says how long its task paused and how many bytes
+# its snapshot held before compression (the reduce's 25 keys: some).
+python3 - "$WORK/plain.json" <<'PY' || fail "last_checkpoint figures of the reduce are wrong"
+import json, sys
+node = next(n for n in json.load(open(sys.argv[1]))["operators"] if n["name"] == "per_key")
+for s in node["subtasks"]:
+    c = s["last_checkpoint"]
+    assert c["id"] > 0 and c["bytes"] > 0 and c["raw_bytes"] > 0, c
+    assert 0 <= c["pause_ms"] <= c["duration_ms"] + 1, c
+PY
 # g -> quarter -> keyed is one task; its keyed exchange leaves from keyed.
 (($(field "$WORK/plain.json" keyed bytes_out) > 0)) || fail "the chain g -> quarter -> keyed shows no bytes sent"
 (($(field "$WORK/plain.json" per_key bytes_in) > 0)) || fail "the reduce shows no bytes received"

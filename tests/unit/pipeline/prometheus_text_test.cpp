@@ -46,7 +46,8 @@ JobMetrics small_job() {
   out.bytes_in = 180;
   out.state_entries = 7;
   out.state_bytes = 512;
-  out.last_checkpoint = {.id = 2, .duration_ms = 1500, .alignment_ms = 20, .bytes = 4096};
+  out.last_checkpoint = {.id = 2, .duration_ms = 1500, .alignment_ms = 20, .bytes = 4096, .pause_ms = 7,
+                         .raw_bytes = 16384};
   out.latency = {.markers = 3, .p50_ms = 5, .p95_ms = 12.5, .p99_ms = 20, .max_ms = 30};
   m.subtasks = {g, out};
   return m;
@@ -89,6 +90,8 @@ TEST_CASE("prometheus text: exact samples, HELP and TYPE, families without sampl
            "streamctl_last_checkpoint_duration_seconds{" + out + "} 1.5",
            "streamctl_last_checkpoint_alignment_seconds{" + out + "} 0.02",
            "streamctl_last_checkpoint_bytes{" + out + "} 4096",
+           "streamctl_last_checkpoint_pause_seconds{" + out + "} 0.007",
+           "streamctl_last_checkpoint_raw_bytes{" + out + "} 16384",
            std::string("# TYPE streamctl_latency_seconds summary"),
            "streamctl_latency_seconds{" + out + ",quantile=\"0.5\"} 0.005",
            "streamctl_latency_seconds{" + out + ",quantile=\"0.95\"} 0.0125",
@@ -109,8 +112,8 @@ TEST_CASE("prometheus text: exact samples, HELP and TYPE, families without sampl
     helps += line.rfind("# HELP streamctl_", 0) == 0;
     types += line.rfind("# TYPE streamctl_", 0) == 0;
   }
-  CHECK(helps == 22);
-  CHECK(types == 22);
+  CHECK(helps == 24);
+  CHECK(types == 24);
 
   // No watermark, checkpoint or latency anywhere: those families go whole.
   auto bare = small_job();
