@@ -18,19 +18,31 @@ AsyncSnapshotWriter::~AsyncSnapshotWriter() {
   thread_.join();
 }
 
-void AsyncSnapshotWriter::submit(SnapshotJob job) {
-  {
-    std::lock_guard lock(mutex_);
-    queue_.push_back(Queued{std::move(job), std::nullopt});
-  }
-  wake_.notify_one();
-}
+void AsyncSnapshotWriter::submit(SnapshotJob job) { enqueue(Queued{std::move(job), std::nullopt}); }
 
 void AsyncSnapshotWriter::submit(SnapshotJob job, ForkedSnapshot child) {
   forks_in_flight_.fetch_add(1, std::memory_order_acq_rel);
+  enqueue(Queued{std::move(job), std::move(child)});
+}
+
+void AsyncSnapshotWriter::enqueue(Queued next) {
+  std::vector<Queued> dropped; // destroyed after the lock: a forked one kills and reaps its child
   {
     std::lock_guard lock(mutex_);
-    queue_.push_back(Queued{std::move(job), std::move(child)});
+    while (!queue_.empty() && queue_.front().job.checkpoint_id < next.job.checkpoint_id) {
+      Queued& old = queue_.front();
+      SnapshotWritten given_up;
+      given_up.checkpoint_id = old.job.checkpoint_id;
+      given_up.file_name = old.job.path.filename().string();
+      given_up.error = "dropped before it was written: checkpoint " + std::to_string(next.job.checkpoint_id) +
+                       " began, so this one had already been given up";
+      completed_.push_back(std::move(given_up));
+      has_completed_.store(true, std::memory_order_release);
+      if (old.child) forks_in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+      dropped.push_back(std::move(old));
+      queue_.pop_front();
+    }
+    queue_.push_back(std::move(next));
   }
   wake_.notify_one();
 }

@@ -10,6 +10,12 @@
 // Threading: submit() and take_completed() are called from the task thread; the writing (and
 // uploading, and waiting for a forked snapshot's process) happens on the writer's own thread.
 // Jobs are written in the order submitted.
+//
+// Memory: a job still queued when a later checkpoint's job comes is dropped (reported as
+// failed), so a task holds at most two snapshots at a time, the one being written and the
+// newest. That loses nothing: the coordinator takes one checkpoint at a time and gives up the
+// one pending before it starts another, so a checkpoint whose file is not yet written when a
+// later barrier comes has already failed.
 
 #include <atomic>
 #include <condition_variable>
@@ -63,6 +69,11 @@ public:
   // Forked snapshots submitted and not yet written: a task forks again only at zero, so that
   // at most one copy-on-write image of its state exists at a time.
   int forks_in_flight() const { return forks_in_flight_.load(std::memory_order_acquire); }
+  // Jobs waiting for the writer's thread (not the one it is writing).
+  std::size_t queued() const {
+    std::lock_guard lock(mutex_);
+    return queue_.size();
+  }
   // Writes job's file (compressed, checksummed, fsynced, renamed into place); any thread.
   static SnapshotWritten write(SnapshotJob& job);
   // What has been written (or has failed) since the last call; cheap when nothing has.
@@ -74,10 +85,11 @@ private:
     std::optional<ForkedSnapshot> child;
   };
 
+  void enqueue(Queued next);
   void run();
   void upload(const SnapshotJob& job, SnapshotWritten& written);
 
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Queued> queue_;
   std::atomic<int> forks_in_flight_{0};

@@ -213,3 +213,50 @@ TEST_CASE("destroying a forked snapshot kills and reaps its process", "[forked_s
   // Reaped: no such process any more (not even a zombie).
   CHECK(::kill(pid, 0) == -1);
 }
+
+// The writer keeps at most two snapshots: one being written, the newest queued. A job still
+// queued when a later checkpoint's job comes belongs to a checkpoint the coordinator gave up
+// (it starts one only once the one before is resolved), so it is dropped and reported failed.
+TEST_CASE("a queued snapshot of an older checkpoint is dropped when a newer one comes",
+          "[forked_snapshot][async_snapshot_writer]") {
+  TempDir tmp;
+  // A child that holds the writer's thread for a while (forked before that thread starts:
+  // see "the snapshot writer waits for a forked snapshot in turn").
+  SnapshotJob busy = make_job(tmp.path / "1.snap");
+  busy.checkpoint_id = busy.header.checkpoint_id = 1;
+  auto child = start_child(busy, [] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    return std::vector<SnapshotSegment>{{"agg", state::SegmentKind::Keyed, 3, "one"}};
+  });
+  REQUIRE(child);
+  AsyncSnapshotWriter writer;
+  writer.submit(std::move(busy), std::move(*child));
+  const auto taken_by = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (writer.queued() > 0 && std::chrono::steady_clock::now() < taken_by)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  REQUIRE(writer.queued() == 0); // the writer waits for the child now
+  for (std::uint64_t id : {2, 3}) {
+    SnapshotJob job = make_job(tmp.path / (std::to_string(id) + ".snap"));
+    job.checkpoint_id = job.header.checkpoint_id = id;
+    job.segments.push_back({"agg", state::SegmentKind::Keyed, 3, "copy " + std::to_string(id)});
+    writer.submit(std::move(job));
+  }
+
+  std::vector<SnapshotWritten> done;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (done.size() < 3 && std::chrono::steady_clock::now() < deadline) {
+    for (auto& w : writer.take_completed()) done.push_back(std::move(w));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  REQUIRE(done.size() == 3);
+  // Checkpoint 2's job was dropped when 3's came, while the writer waited for 1's child.
+  CHECK(done[0].checkpoint_id == 2);
+  CHECK_THAT(done[0].error, Catch::Contains("dropped before it was written"));
+  CHECK_FALSE(fs::exists(tmp.path / "2.snap"));
+  CHECK(done[1].checkpoint_id == 1);
+  CHECK(done[1].error.empty());
+  CHECK(done[2].checkpoint_id == 3);
+  CHECK(done[2].error.empty());
+  CHECK(segment_of(tmp.path / "1.snap", 3) == "one");
+  CHECK(segment_of(tmp.path / "3.snap", 3) == "copy 3");
+}
