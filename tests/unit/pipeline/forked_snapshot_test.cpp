@@ -58,6 +58,17 @@ std::string segment_of(const fs::path& path, std::uint32_t key_group) {
   return *bytes;
 }
 
+// Polls the writer until `count` jobs have completed or 20 s have passed.
+std::vector<SnapshotWritten> wait_for_completed(AsyncSnapshotWriter& writer, std::size_t count) {
+  std::vector<SnapshotWritten> done;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (done.size() < count && std::chrono::steady_clock::now() < deadline) {
+    for (auto& w : writer.take_completed()) done.push_back(std::move(w));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return done;
+}
+
 template <typename Segments>
 Result<ForkedSnapshot> start_child(SnapshotJob job, Segments segments,
                                    std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
@@ -184,12 +195,7 @@ TEST_CASE("the snapshot writer waits for a forked snapshot in turn", "[forked_sn
   second.segments.push_back({"agg", state::SegmentKind::Keyed, 3, "in the writer"});
   writer.submit(std::move(second));
 
-  std::vector<SnapshotWritten> done;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (done.size() < 2 && std::chrono::steady_clock::now() < deadline) {
-    for (auto& w : writer.take_completed()) done.push_back(std::move(w));
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  std::vector<SnapshotWritten> done = wait_for_completed(writer, 2);
   REQUIRE(done.size() == 2);
   CHECK(done[0].file_name == "first.snap");
   CHECK(done[1].file_name == "second.snap");
@@ -242,12 +248,7 @@ TEST_CASE("a queued snapshot of an older checkpoint is dropped when a newer one 
     writer.submit(std::move(job));
   }
 
-  std::vector<SnapshotWritten> done;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (done.size() < 3 && std::chrono::steady_clock::now() < deadline) {
-    for (auto& w : writer.take_completed()) done.push_back(std::move(w));
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  std::vector<SnapshotWritten> done = wait_for_completed(writer, 3);
   REQUIRE(done.size() == 3);
   // Checkpoint 2's job was dropped when 3's came, while the writer waited for 1's child.
   CHECK(done[0].checkpoint_id == 2);
