@@ -1,5 +1,6 @@
 #include "operators/connectors/zmq_sink.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 
@@ -76,10 +77,20 @@ public:
     context_.reset();
     auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - started);
-    if (took.count() >= config_.linger_ms && config_.linger_ms >= 0 && ctx_.warn)
+    if (linger_ran_out(took) && ctx_.warn)
       ctx_.warn("sink '" + ctx_.node->name + "': messages were still queued for '" +
                 config_.endpoint + "' when `linger` (" + std::to_string(config_.linger_ms) +
                 " ms) ran out; they were dropped");
+  }
+
+  // ZeroMQ gives no count of the messages it dropped, so a close that took the whole `linger`
+  // is taken to have dropped some. Its timers run on a clock of millisecond precision read
+  // from a cache, so the linger can end a millisecond or two before `linger` has passed on
+  // ours: a tolerance keeps the warning from depending on that rounding.
+  bool linger_ran_out(std::chrono::milliseconds took) const {
+    if (config_.linger_ms < 0) return false; // -1 waits for ever: nothing is dropped
+    const std::int64_t tolerance = std::min<std::int64_t>(config_.linger_ms / 10, 20);
+    return took.count() >= config_.linger_ms - tolerance;
   }
 
   void abort() override {
