@@ -265,6 +265,8 @@ Aggregates Aggregates::compile(const std::vector<std::pair<std::string, std::str
   }
   out.bytes_ = (bytes + out.align_ - 1) / out.align_ * out.align_;
   out.args_.resize(out.functions_.size());
+  out.columns_.resize(out.functions_.size());
+  for (const auto& f : out.functions_) out.has_arguments_ = out.has_arguments_ || f->argument() != nullptr;
   return out;
 }
 
@@ -285,6 +287,50 @@ bool Aggregates::add(std::byte* block, const state::Record& r, pipeline::EvalCon
       args_[k] = args_[shared_arg_[k]];
     else if (!functions_[k]->evaluate(r, ctx, args_[k]))
       return false;
+  }
+  for (std::size_t k = 0; k < functions_.size(); ++k)
+    if (!functions_[k]->check(block + offsets_[k], args_[k], ctx.error)) return false;
+  for (std::size_t k = 0; k < functions_.size(); ++k)
+    functions_[k]->apply(block + offsets_[k], args_[k]);
+  return true;
+}
+
+void Aggregates::prepare(std::span<const state::Record> records, pipeline::EvalContext& ctx) const {
+  if (!has_arguments_) return;
+  failed_.assign(records.size(), 0);
+  errors_.resize(records.size());
+  for (std::size_t k = 0; k < functions_.size(); ++k) {
+    const pipeline::Expression* argument = functions_[k]->argument();
+    if (shared_arg_[k] != k || argument == nullptr) continue;
+    std::vector<state::Value>& column = columns_[k];
+    column.resize(records.size());
+    std::size_t at = 0;
+    while (at < records.size()) {
+      at += argument->eval_batch(records.subspan(at), ctx, column.data() + at);
+      if (at == records.size()) break;
+      if (!failed_[at]) { // add() stops at the first function whose argument fails
+        failed_[at] = 1;
+        errors_[at] = functions_[k]->text() + ": " + ctx.error;
+      }
+      ++at;
+    }
+  }
+}
+
+bool Aggregates::add_at(std::byte* block, std::size_t row, pipeline::EvalContext& ctx) const {
+  if (has_arguments_) {
+    if (failed_[row]) {
+      ctx.error = errors_[row];
+      return false;
+    }
+    for (std::size_t k = 0; k < functions_.size(); ++k) {
+      if (functions_[k]->argument() == nullptr)
+        args_[k] = state::Value::null();
+      else
+        args_[k] = columns_[shared_arg_[k]][row];
+    }
+  } else {
+    for (auto& arg : args_) arg = state::Value::null();
   }
   for (std::size_t k = 0; k < functions_.size(); ++k)
     if (!functions_[k]->check(block + offsets_[k], args_[k], ctx.error)) return false;

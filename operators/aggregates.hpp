@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <span>
 #include <vector>
 
 #include "operators/aggregate_functions.hpp"
@@ -76,6 +77,13 @@ public:
   // the same text are evaluated once. Does not allocate for count, sum, avg, min and max on
   // numbers.
   bool add(std::byte* block, const state::Record& r, pipeline::EvalContext& ctx) const;
+  // The arguments over a whole batch at once, for add_at(): faster than add() record by
+  // record. Strings the arguments make go into ctx.arena, which must keep them until the
+  // last add_at() of the batch. Nothing to do when no function has an argument (count()).
+  void prepare(std::span<const state::Record> records, pipeline::EvalContext& ctx) const;
+  // add() of records[row] of the batch last given to prepare(): the same result, the same
+  // ctx.error on failure, the same change to the block.
+  bool add_at(std::byte* block, std::size_t row, pipeline::EvalContext& ctx) const;
   // Merges `from` into `into` function by function; `from` stays valid (the caller destroys
   // it) and counts as the later of the two (first/last).
   void merge(std::byte* into, const std::byte* from) const;
@@ -109,6 +117,13 @@ private:
   std::size_t bytes_ = 0;
   std::size_t align_ = 1;
   mutable std::vector<state::Value> args_; // scratch: each function's evaluated argument
+  bool has_arguments_ = false;
+  // Of the batch given to prepare(): [function][row] arguments of the functions that
+  // evaluate their own (shared_arg_[k] == k, with an argument), and per row the error of the
+  // first function whose argument failed, as add() would stop at it.
+  mutable std::vector<std::vector<state::Value>> columns_;
+  mutable std::vector<std::uint8_t> failed_;
+  mutable std::vector<std::string> errors_;
 };
 
 } // namespace streamctl::operators

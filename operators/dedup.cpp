@@ -74,7 +74,9 @@ public:
     // Kept records are shared with the input batch, not copied.
     out.retain_memory_of(in);
     std::optional<std::int64_t> now; // read once per batch, and only when a record needs it
-    for (const auto& record : in) {
+    key_.prepare(std::span<const state::Record>(in.begin(), in.end()));
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const state::Record& record = in[i];
       std::int64_t t = record.timestamp;
       bool processing_time = t == state::kNoTimestamp;
       if (processing_time) {
@@ -82,7 +84,7 @@ public:
         t = *now;
         uses_processing_time_ = true;
       }
-      if (!key_.encode(record, *ctx_.names, key_bytes_)) {
+      if (!key_.encode_at(i, record, *ctx_.names, key_bytes_)) {
         report_bad_record(ctx_, record, key_.error());
         continue;
       }

@@ -47,6 +47,7 @@ private:
   std::int64_t watermark_ = kWatermarkMin;
   state::Arena scratch_{4096};
   pipeline::EvalContext eval_;
+  std::vector<state::Value> values_; // the expression of each record of the batch
 };
 
 // Event time of a value: an int is epoch ms, a float is truncated, a string is RFC 3339.

@@ -31,6 +31,8 @@ KeyFields KeyFields::from_node(const pipeline::PipelineSpec& spec, const pipelin
     }
   if (key.output_names_.empty()) throw Error(ErrorKind::Usage, where() + "'key' needs at least one field");
   key.values_.resize(key.output_names_.size());
+  key.columns_.resize(key.output_names_.size());
+  for (const auto& e : key.expressions_) key.has_expressions_ = key.has_expressions_ || e.has_value();
   key.eval_.arena = key.scratch_.get();
   return key;
 }
@@ -49,6 +51,45 @@ bool KeyFields::encode(const state::Record& record, const state::FieldNames& nam
   }
   state::encode_key(values_, names, out);
   return ok;
+}
+
+void KeyFields::prepare(std::span<const state::Record> records) {
+  if (!has_expressions_) return;
+  scratch_->reset();
+  failed_.assign(records.size(), 0);
+  errors_.resize(records.size());
+  for (std::size_t k = 0; k < expressions_.size(); ++k) {
+    if (!expressions_[k]) continue;
+    std::vector<state::Value>& column = columns_[k];
+    column.resize(records.size());
+    std::size_t at = 0;
+    while (at < records.size()) {
+      at += expressions_[k]->eval_batch(records.subspan(at), eval_, column.data() + at);
+      if (at == records.size()) break;
+      // As encode(): a failed entry is null, and error() is the last failing entry's.
+      column[at] = state::Value::null();
+      failed_[at] = 1;
+      errors_[at] = eval_.error;
+      ++at;
+    }
+  }
+}
+
+bool KeyFields::encode_at(std::size_t row, const state::Record& record,
+                          const state::FieldNames& names, std::string& out) {
+  if (!has_expressions_) return encode(record, names, out);
+  for (std::size_t k = 0; k < output_names_.size(); ++k) {
+    if (!expressions_[k]) {
+      const state::Value* v = record.find(output_names_[k]);
+      values_[k] = v ? *v : state::Value::null();
+    } else {
+      values_[k] = columns_[k][row];
+    }
+  }
+  state::encode_key(values_, names, out);
+  if (!failed_[row]) return true;
+  eval_.error = errors_[row];
+  return false;
 }
 
 void KeyFields::append_fields(state::RecordBuilder& builder, state::Batch& out) const {

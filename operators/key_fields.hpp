@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,15 @@ public:
   // failed on the record (error() says why); `out` then holds the key with null in its place.
   bool encode(const state::Record& record, const state::FieldNames& names, std::string& out);
   const std::string& error() const { return eval_.error; }
+  // The key's expressions (the entries that are not top-level fields) over a whole batch at
+  // once, for encode_at(): faster than encode() record by record. Nothing to do when every
+  // entry is a field. Values that the expressions make live until the next prepare() or
+  // encode().
+  void prepare(std::span<const state::Record> records);
+  // encode() of records[row] of the batch last given to prepare(), `record` being that
+  // record: the same bytes, the same result and the same error().
+  bool encode_at(std::size_t row, const state::Record& record, const state::FieldNames& names,
+                 std::string& out);
   // Appends the key fields of the record last given to encode() to `builder`; values that
   // an expression made are copied into `out`, the batch the row goes to.
   void append_fields(state::RecordBuilder& builder, state::Batch& out) const;
@@ -51,6 +61,12 @@ private:
   // By entry: nullopt where the entry is a top-level field, read as output_names_[k].
   std::vector<std::optional<pipeline::Expression>> expressions_;
   std::vector<state::Value> values_; // of the last record encoded
+  bool has_expressions_ = false;
+  // Of the batch given to prepare(): [entry][row] values of expression entries, and per row
+  // whether an expression failed and the error encode() would leave (the last failing one's).
+  std::vector<std::vector<state::Value>> columns_;
+  std::vector<std::uint8_t> failed_;
+  std::vector<std::string> errors_;
   std::unique_ptr<state::Arena> scratch_ = std::make_unique<state::Arena>(1024);
   pipeline::EvalContext eval_;
 };

@@ -36,4 +36,28 @@ void PartitionKey::encode(const state::Record& record, const state::FieldNames& 
   state::encode_key(std::span<const state::Value>(&value, 1), names, out);
 }
 
+void PartitionKey::prepare(std::span<const state::Record> records) {
+  if (fields_) {
+    fields_->prepare(records);
+    return;
+  }
+  scratch_->reset();
+  eval_.arena = scratch_.get();
+  values_.resize(records.size());
+  std::size_t at = 0;
+  while (at < records.size()) {
+    at += expression_->eval_batch(records.subspan(at), eval_, values_.data() + at);
+    if (at < records.size()) values_[at++] = state::Value::null(); // as encode(): the null key
+  }
+}
+
+void PartitionKey::encode_at(std::size_t row, const state::Record& record,
+                             const state::FieldNames& names, std::string& out) {
+  if (fields_) {
+    fields_->encode_at(row, record, names, out);
+    return;
+  }
+  state::encode_key(std::span<const state::Value>(&values_[row], 1), names, out);
+}
+
 } // namespace streamctl::operators

@@ -11,7 +11,9 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "operators/key_fields.hpp"
 #include "pipeline/spec/expression.hpp"
@@ -30,6 +32,12 @@ public:
                                                state::FieldNames& names);
 
   void encode(const state::Record& record, const state::FieldNames& names, std::string& out);
+  // The key's expressions over a whole batch at once, for encode_at(): faster than encode()
+  // record by record (KeyFields::prepare).
+  void prepare(std::span<const state::Record> records);
+  // encode() of records[row] of the batch last given to prepare(), `record` being that record.
+  void encode_at(std::size_t row, const state::Record& record, const state::FieldNames& names,
+                 std::string& out);
 
   PartitionKey(PartitionKey&&) noexcept = default;
   PartitionKey& operator=(PartitionKey&&) noexcept = default;
@@ -42,6 +50,7 @@ private:
   std::optional<pipeline::Expression> expression_;
   std::unique_ptr<state::Arena> scratch_ = std::make_unique<state::Arena>(1024);
   pipeline::EvalContext eval_;
+  std::vector<state::Value> values_; // of the batch given to prepare(), for expression_
 };
 
 // The expression text of a join's `on.left` (input 0) or `on.right` (input 1), empty when

@@ -88,8 +88,11 @@ public:
     std::int64_t now = wall_clock_ms();
     eval_.now_ms = now;
     if (ttl_ms_ > 0 && now - last_sweep_ >= ttl_ms_ / 2 + 1) expire(now);
-    for (const auto& record : in) {
-      if (!key_.encode(record, *ctx_.names, key_bytes_)) {
+    key_.prepare(std::span<const state::Record>(in.begin(), in.end()));
+    aggregates_.prepare(std::span<const state::Record>(in.begin(), in.end()), eval_);
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const state::Record& record = in[i];
+      if (!key_.encode_at(i, record, *ctx_.names, key_bytes_)) {
         report_bad_record(ctx_, record, key_.error());
         continue;
       }
@@ -98,7 +101,7 @@ public:
       bool inserted = false;
       Row& row = rows_->get_or_insert(key_bytes_, hash, &inserted);
       if (inserted) row.create(aggregates_);
-      if (!aggregates_.add(row.block(), record, eval_)) {
+      if (!aggregates_.add_at(row.block(), i, eval_)) {
         report_bad_record(ctx_, record, eval_.error);
         if (inserted) rows_->erase(key_bytes_, hash);
         continue;

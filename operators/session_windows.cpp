@@ -112,14 +112,17 @@ public:
     const std::int64_t now = ctx_.now_ms();
     begin_batch(now);
     bool retained = false;
-    for (const state::Record& record : in) {
+    key_.prepare(std::span<const state::Record>(in.begin(), in.end()));
+    aggregates_.prepare(std::span<const state::Record>(in.begin(), in.end()), eval_);
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const state::Record& record = in[i];
       const bool event = record.timestamp != state::kNoTimestamp;
       const std::int64_t t = event ? record.timestamp : now;
       if (!window_.session_in_range(t)) {
         out_of_range(record, t);
         continue;
       }
-      if (!key_.encode(record, *ctx_.names, key_bytes_)) {
+      if (!key_.encode_at(i, record, *ctx_.names, key_bytes_)) {
         report_bad_record(ctx_, record, key_.error());
         continue;
       }
@@ -148,7 +151,7 @@ public:
           continue;
         }
         Block block(aggregates_);
-        if (!aggregates_.add(block.get(), record, eval_)) {
+        if (!aggregates_.add_at(block.get(), i, eval_)) {
           report_bad_record(ctx_, record, eval_.error);
           continue;
         }
@@ -162,7 +165,7 @@ public:
 
       auto& list = sessions->list;
       Session& target = list[lo];
-      if (!aggregates_.add(target.block.get(), record, eval_)) {
+      if (!aggregates_.add_at(target.block.get(), i, eval_)) {
         report_bad_record(ctx_, record, eval_.error);
         continue;
       }

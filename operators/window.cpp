@@ -269,6 +269,7 @@ public:
     const std::int64_t now = ctx_.now_ms();
     begin_batch(now);
     plan(in, now);
+    aggregates_.prepare(std::span<const state::Record>(in.begin(), in.end()), eval_);
     bool retained = false;
     for (std::size_t i = 0; i < in.size(); ++i) {
       // The map slots of a record a few ahead start loading while this one is handled.
@@ -290,7 +291,7 @@ public:
       for (std::int64_t start = p.last_start; start > p.t - window_.size; start -= window_.slide) {
         const std::int64_t end = start + window_.size;
         if (end + lateness <= watermark) break; // this one and every earlier one are late
-        if (!add(p, start, end, record, out)) {
+        if (!add(p, i, start, end, out)) {
           report_bad_record(ctx_, record, eval_.error);
           break;
         }
@@ -532,6 +533,7 @@ private:
   void plan(const state::Batch& in, std::int64_t now) {
     pending_.resize(in.size());
     keys_.clear();
+    key_.prepare(std::span<const state::Record>(in.begin(), in.end()));
     for (std::size_t i = 0; i < in.size(); ++i) {
       const state::Record& record = in[i];
       Pending& p = pending_[i];
@@ -546,7 +548,7 @@ private:
         continue;
       }
       p.action = Action::Add;
-      if (!key_.encode(record, *ctx_.names, key_bytes_)) {
+      if (!key_.encode_at(i, record, *ctx_.names, key_bytes_)) {
         report_bad_record(ctx_, record, key_.error());
         p.action = Action::BadKey;
         continue;
@@ -593,9 +595,9 @@ private:
       timers_->register_processing_time({}, group, time, end);
   }
 
-  // Adds `record` to its window [start, end), making the window when new; false (eval_.error
-  // says why) when the record cannot be added, and then nothing changed.
-  bool add(const Pending& p, std::int64_t start, std::int64_t end, const state::Record& record,
+  // Adds record `row` of the batch to its window [start, end), making the window when new;
+  // false (eval_.error says why) when the record cannot be added, and then nothing changed.
+  bool add(const Pending& p, std::size_t row, std::int64_t start, std::int64_t end,
            state::Batch& out) {
     Domain& d = domain(p.event);
     const std::string_view key(keys_.data() + p.key_begin, p.key_size);
@@ -607,7 +609,7 @@ private:
         start == p.last_start ? p.slot_hash : window_hash(p.group, p.hash, start);
     auto [cell, inserted] = d.windows->try_emplace(map_key_, h);
     std::byte* block = inserted ? create_block(*cell) : block_of(*cell);
-    if (!aggregates_.add(block, record, eval_)) {
+    if (!aggregates_.add_at(block, row, eval_)) {
       if (inserted) {
         destroy_block(*cell);
         d.windows->erase(map_key_, h);

@@ -79,8 +79,10 @@ void OutputRouter::append(Channel& channel, const state::Batch& batch) {
 // Each record to the subtask that owns its key group (SPEC §3).
 void OutputRouter::route_by_key(Edge& edge, const state::Batch& batch) {
   for (auto& channel : edge.channels) channel.retained_this_batch = false;
-  for (const auto& record : batch) {
-    edge.key->encode(record, names_, key_bytes_);
+  edge.key->prepare(std::span<const state::Record>(batch.begin(), batch.end()));
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const state::Record& record = batch[i];
+    edge.key->encode_at(i, record, names_, key_bytes_);
     const std::uint64_t hash = state::hash_key_bytes(key_bytes_);
     // hash % max_parallelism (key_group_of), without a 64-bit division for the usual power of two.
     const auto group = edge.group_mask != 0 ? static_cast<std::uint32_t>(hash & edge.group_mask)
