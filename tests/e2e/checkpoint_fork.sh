@@ -5,6 +5,7 @@
 # on; no snapshot process outlives its worker. Then a savepoint taken by a forked snapshot
 # restores, and the rest of the input is read once.
 source "$(dirname "$0")/lib/common.bash"
+source "$(dirname "$0")/lib/exactly_once.bash"
 
 SEED=${FORK_SEED:-$(($(date +%s%N) % 1000000000 + 1))}
 RANDOM=$SEED
@@ -58,9 +59,7 @@ TOML
 }
 
 pipeline reference "$WORK/expected" >"$WORK/reference.toml"
-run_expect 0 "$STREAMCTL" run "$WORK/reference.toml" --set sources.gen.rate=0 --set checkpoint.interval=0
-cat "$WORK/expected"/part-* | canonical >"$WORK/expected.txt"
-[[ $(wc -l <"$WORK/expected.txt") -gt 60000 ]] || fail "the reference run wrote too little"
+run_reference "$WORK/reference.toml" "$WORK/expected" 60000
 
 pipeline chaos "$WORK/got" >"$WORK/chaos.toml"
 "$STREAMCTL" -vv run "$WORK/chaos.toml" 2>"$WORK/chaos.log" &
@@ -95,11 +94,8 @@ print(kills)
 PY
 )
 # 2. Workers (and whatever snapshot processes they have) killed at random moments.
-kills=0
-while kill -0 $pid 2>/dev/null && ((kills < 6)); do
-  sleep "0.$((RANDOM % 5 + 3))"
-  kill_worker && kills=$((kills + 1))
-done
+kill_workers_while $pid 6
+kills=$KILLS
 set +e; wait $pid; code=$?; set -e
 echo "killed $snapshot_kills snapshot process(es) and $kills worker(s)"
 assert_eq 0 "$code" "exit code of a job that survived its failures ($(tail -3 "$WORK/chaos.log"))"
@@ -112,16 +108,9 @@ grep -q "checkpoint [0-9]* complete" "$WORK/chaos.log" || fail "no checkpoint co
 if ((snapshot_kills > 0)); then
   grep -q "killed by signal 9" "$WORK/chaos.log" || fail "a killed snapshot process did not fail its checkpoint"
 fi
-cat "$WORK/got"/part-* | canonical >"$WORK/got.txt"
-if ! cmp -s "$WORK/expected.txt" "$WORK/got.txt"; then
-  diff "$WORK/expected.txt" "$WORK/got.txt" | head -20 >&2
-  fail "the output after failures differs from the output without them"
-fi
+assert_same_output "$WORK/got" "the output after failures differs from the output without them"
 assert_no_processes_left
-for chk in "$WORK/ck/chaos"/chk-*; do
-  [[ -f $chk/_metadata ]] || continue
-  run_expect 0 "$STREAMCTL" snapshot verify "$chk"
-done
+verify_checkpoints "$WORK/ck/chaos"
 
 # 3. A savepoint taken by forked snapshots restores: stop midway, then run on from it.
 pipeline stopping "$WORK/resumed" 60000 >"$WORK/stopping.toml"
@@ -135,10 +124,6 @@ savepoint=$(grep -o "savepoint [0-9]* complete: [^ ]*" "$WORK/stopping.log" | aw
 [[ -n $savepoint ]] || fail "stop took no savepoint ($(tail -3 "$WORK/stopping.log"))"
 run_expect 0 "$STREAMCTL" snapshot verify "$savepoint"
 run_expect 0 "$STREAMCTL" run "$WORK/stopping.toml" --from-savepoint "$savepoint"
-cat "$WORK/resumed"/part-* | canonical >"$WORK/resumed.txt"
-if ! cmp -s "$WORK/expected.txt" "$WORK/resumed.txt"; then
-  diff "$WORK/expected.txt" "$WORK/resumed.txt" | head -20 >&2
-  fail "stop with a forked savepoint and a restore from it wrote other output than one run"
-fi
+assert_same_output "$WORK/resumed" "stop with a forked savepoint and a restore from it wrote other output than one run"
 assert_no_processes_left
 echo ok

@@ -5,6 +5,7 @@
 # incremental (version-3 _metadata naming earlier files). Then a restore that misses an earlier
 # file is refused with exit 3 naming it.
 source "$(dirname "$0")/lib/common.bash"
+source "$(dirname "$0")/lib/exactly_once.bash"
 
 # Nanoseconds mod 10^9 + 1: never a leading zero, which bash would read as octal.
 SEED=${INCREMENTAL_SEED:-$(($(date +%s%N) % 1000000000 + 1))}
@@ -63,9 +64,7 @@ TOML
 }
 
 pipeline reference "$WORK/expected" >"$WORK/reference.toml"
-run_expect 0 "$STREAMCTL" run "$WORK/reference.toml" --set sources.gen.rate=0 --set checkpoint.interval=0
-cat "$WORK/expected"/part-* | canonical >"$WORK/expected.txt"
-[[ $(wc -l <"$WORK/expected.txt") -gt 60000 ]] || fail "the reference run wrote too little"
+run_reference "$WORK/reference.toml" "$WORK/expected" 60000
 
 # Whether any completed checkpoint of job NAME so far was incremental.
 saw_incremental() { grep -lqs '^version = 3' "$WORK/ck/$1"/chk-*/_metadata 2>/dev/null; }
@@ -75,12 +74,10 @@ pipeline chaos "$WORK/got" >"$WORK/chaos.toml"
 "$STREAMCTL" -v run "$WORK/chaos.toml" 2>"$WORK/chaos.log" &
 pid=$!
 wait_for_text "$WORK/chaos.log" "records flowing"
-kills=0 incremental=0
-while kill -0 $pid 2>/dev/null && ((kills < 8)); do
-  sleep "0.$((RANDOM % 5 + 3))"
-  saw_incremental chaos && incremental=1
-  kill_worker && kills=$((kills + 1))
-done
+incremental=0
+note_incremental() { if saw_incremental chaos; then incremental=1; fi; }
+kill_workers_while $pid 8 note_incremental
+kills=$KILLS
 set +e; wait $pid; code=$?; set -e
 restarts=$(grep -c "restarting the job" "$WORK/chaos.log" || true)
 echo "killed $kills worker(s); the job restarted $restarts time(s)"
@@ -88,17 +85,10 @@ assert_eq 0 "$code" "exit code of a job that survived its failures ($(tail -3 "$
 [[ $restarts -ge 2 ]] || fail "only $restarts restart(s): the kills did not land"
 saw_incremental chaos && incremental=1
 ((incremental)) || fail "no checkpoint of the job was incremental"
-cat "$WORK/got"/part-* | canonical >"$WORK/got.txt"
-if ! cmp -s "$WORK/expected.txt" "$WORK/got.txt"; then
-  diff "$WORK/expected.txt" "$WORK/got.txt" | head -20 >&2
-  fail "the output after failures differs from the output without them"
-fi
+assert_same_output "$WORK/got" "the output after failures differs from the output without them"
 assert_no_processes_left
 # What is left of its checkpoints verifies, earlier files and all.
-for chk in "$WORK/ck/chaos"/chk-*; do
-  [[ -f $chk/_metadata ]] || continue
-  run_expect 0 "$STREAMCTL" snapshot verify "$chk"
-done
+verify_checkpoints "$WORK/ck/chaos"
 
 # 2. kill -9 the coordinator at a random moment, `restart` the job, three times over; the last
 # restart runs to the end.

@@ -5,6 +5,7 @@
 # twice. Then the coordinator itself is killed, and `streamctl restart JOB` finishes the job
 # from what is on disk, with the same result.
 source "$(dirname "$0")/lib/common.bash"
+source "$(dirname "$0")/lib/exactly_once.bash"
 
 # count_per_key: keyed tumbling event-time windows (state across checkpoints); running: a
 # keyed reduce whose every update is a record (any loss or repeat shows; only a count, as
@@ -50,31 +51,22 @@ TOML
 }
 
 pipeline reference "$WORK/expected" >"$WORK/reference.toml"
-run_expect 0 "$STREAMCTL" run "$WORK/reference.toml" --set sources.gen.rate=0 --set checkpoint.interval=0
-cat "$WORK/expected"/part-* | canonical >"$WORK/expected.txt"
-[[ $(wc -l <"$WORK/expected.txt") -gt 60000 ]] || fail "the reference run wrote too little"
+run_reference "$WORK/reference.toml" "$WORK/expected" 60000
 
 # kill -9 a random worker every 0.3-0.8 s while the job runs.
 pipeline chaos "$WORK/got" >"$WORK/chaos.toml"
 "$STREAMCTL" -v run "$WORK/chaos.toml" 2>"$WORK/chaos.log" &
 pid=$!
 wait_for_text "$WORK/chaos.log" "records flowing"
-kills=0
-while kill -0 $pid 2>/dev/null && ((kills < 8)); do
-  sleep "0.$((RANDOM % 5 + 3))"
-  kill_worker && kills=$((kills + 1))
-done
+kill_workers_while $pid 8
+kills=$KILLS
 set +e; wait $pid; code=$?; set -e
 restarts=$(grep -c "restarting the job" "$WORK/chaos.log" || true)
 echo "killed $kills worker(s); the job restarted $restarts time(s)"
 assert_eq 0 "$code" "exit code of a job that survived its failures ($(tail -3 "$WORK/chaos.log"))"
 [[ $restarts -ge 2 ]] || fail "only $restarts restart(s): the kills did not land"
 grep -q "from $WORK/ck/chaos/chk-" "$WORK/chaos.log" || fail "no restart was from a checkpoint"
-cat "$WORK/got"/part-* | canonical >"$WORK/got.txt"
-if ! cmp -s "$WORK/expected.txt" "$WORK/got.txt"; then
-  diff "$WORK/expected.txt" "$WORK/got.txt" | head -20 >&2
-  fail "the output after failures differs from the output without them"
-fi
+assert_same_output "$WORK/got" "the output after failures differs from the output without them"
 assert_no_processes_left
 
 # A checkpoint that times out is given up and the job goes on (SPEC §7): with a 1 ms timeout
@@ -82,8 +74,7 @@ assert_no_processes_left
 pipeline hurried "$WORK/hurried" >"$WORK/hurried.toml"
 run_expect 0 "$STREAMCTL" run "$WORK/hurried.toml" --set checkpoint.timeout=1ms --set sources.gen.rate=30000
 assert_contains "$WORK/err" "within [checkpoint] timeout"
-cat "$WORK/hurried"/part-* | canonical >"$WORK/hurried.txt"
-cmp -s "$WORK/expected.txt" "$WORK/hurried.txt" || fail "a job whose checkpoints time out wrote other output"
+assert_same_output "$WORK/hurried" "a job whose checkpoints time out wrote other output"
 
 # At-least-once mode does not align barriers: after kills, no record is lost (some may repeat).
 cat >"$WORK/alo.toml" <<TOML
@@ -151,7 +142,6 @@ assert_contains "$WORK/err" "restarting job $id from $WORK/ck/recover/chk-"
 assert_contains "$STREAMCTL_STATE_DIR/jobs/$id/job.json" '"control": "tcp://127.0.0.1:'
 run_expect 0 "$STREAMCTL" status "$id" --json
 assert_contains "$WORK/out" '"state":"finished"'
-cat "$WORK/recovered"/part-* | canonical >"$WORK/recovered.txt"
-cmp -s "$WORK/expected.txt" "$WORK/recovered.txt" || fail "the job restarted after its coordinator died wrote other output"
+assert_same_output "$WORK/recovered" "the job restarted after its coordinator died wrote other output"
 assert_no_processes_left
 echo ok
