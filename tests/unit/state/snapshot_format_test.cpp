@@ -319,14 +319,14 @@ TEST_CASE("snapshot: clear messages for missing, foreign and newer files", "[sna
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().find("bad magic") != std::string::npos);
   // A version from the future.
-  bytes[8] = 2;
+  bytes[8] = 3;
   fs::path newer = dir / "newer.snap";
   write_file(newer, bytes);
   r = SnapshotReader::open(newer);
   REQUIRE_FALSE(r.ok());
   CHECK(r.error() ==
         newer.string() +
-            ": unsupported snapshot format version 2 (this streamctl reads version 1)");
+            ": unsupported snapshot format version 3 (this streamctl reads versions 1 to 2)");
 }
 
 TEST_CASE("snapshot: the writer refuses misuse and leaves nothing behind", "[snapshot]") {
