@@ -125,10 +125,11 @@ public:
   virtual bool take_changed_entries(std::vector<state::GroupEntries>& /*out*/) { return false; }
   // Appends to `out` a delta of `key_group` (a keyed_delta segment, state/snapshot_format.hpp):
   // `keys` holds every key that take_changed_entries gave for the group since some earlier
-  // snapshot of it (sorted, each once); the delta holds each such entry as it is now, or its
+  // snapshot of it (each once, in no set order); the delta holds each such entry as it is now, or its
   // erasure, plus whatever else the group keeps (timers) whole, so that applying it to the
   // group as that earlier snapshot left it gives the group now. Returns false, appending
-  // nothing, when the whole group (snapshot_key_group) is no bigger: it is written whole.
+  // nothing, when so much of the group changed that writing it whole (snapshot_key_group) is
+  // cheaper (ChangedEntries::delta_pays): it is written whole.
   virtual bool snapshot_key_group_delta(std::uint32_t /*key_group*/, const std::vector<std::string>& /*keys*/,
                                         std::string& /*out*/) const {
     return false;

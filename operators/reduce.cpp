@@ -76,7 +76,7 @@ public:
     auto max_parallelism = static_cast<std::uint32_t>(ctx.pipeline->max_parallelism);
     rows_.emplace(state::key_group_range(ctx.subtask, ctx.parallelism, max_parallelism), max_parallelism);
     changed_ = state::ChangedGroups(rows_->key_group_range());
-    entries_ = state::ChangedEntries(rows_->key_group_range(), max_parallelism);
+    entries_ = state::ChangedEntries(rows_->key_group_range());
   }
 
   bool take_changed_key_groups(std::vector<std::uint32_t>& out) override {
@@ -96,11 +96,18 @@ public:
         continue;
       }
       std::uint64_t hash = state::hash_key_bytes(key_bytes_);
-      changed_.mark(state::key_group_of(hash, rows_->max_parallelism()));
+      const std::uint32_t group = state::key_group_of(hash, rows_->max_parallelism());
+      changed_.mark(group);
       bool inserted = false;
-      Row& row = rows_->get_or_insert(key_bytes_, hash, &inserted);
-      if (entries_.active())
-        entries_.mark(key_bytes_, hash, rows_->group_size(state::key_group_of(hash, rows_->max_parallelism())));
+      Row* found;
+      if (entries_.recording(group)) {
+        bool newly_marked = false;
+        std::tie(found, inserted) = rows_->try_emplace_marked(key_bytes_, hash, newly_marked);
+        if (newly_marked) entries_.record(group, key_bytes_, hash, rows_->group_size(group));
+      } else {
+        std::tie(found, inserted) = rows_->try_emplace(key_bytes_, hash);
+      }
+      Row& row = *found;
       if (inserted) row.create(aggregates_);
       if (!aggregates_.add(row.block(), record, eval_)) {
         report_bad_record(ctx_, record, eval_.error);
@@ -153,16 +160,22 @@ public:
   //             replacing
   //   varint    E = rows erased (expired by the ttl); per row: bytes key (one absent already
   //             is no error: a row made and expired between two snapshots)
-  // A changed row is tracked (state/changed_entries.hpp) under its key bytes and key hash.
+  // A changed row is tracked (state/changed_entries.hpp) under its key bytes and key hash; its
+  // mark is in rows_.
   bool take_changed_entries(std::vector<state::GroupEntries>& out) override {
-    entries_.take(out);
+    entries_.take(
+        out,
+        [&](std::string_view key, std::uint64_t hash) { return rows_->unmark(key, hash); },
+        [&](std::uint32_t group) { rows_->unmark_group(group); });
     return true;
   }
 
   bool snapshot_key_group_delta(std::uint32_t key_group, const std::vector<std::string>& keys,
                                 std::string& out) const override {
     if (!rows_ || !rows_->key_group_range().contains(key_group)) return false;
-    const std::size_t begin = out.size();
+    // Much of the group changed (the keys of several takes): written whole, which is cheaper
+    // to write than a delta of as many rows (state/changed_entries.hpp).
+    if (!state::ChangedEntries::delta_pays(keys.size(), rows_->group_size(key_group))) return false;
     std::vector<std::pair<std::string_view, const Row*>> written;
     std::vector<std::string_view> erased;
     for (const std::string& key : keys) {
@@ -180,14 +193,6 @@ public:
     }
     w.varint(erased.size());
     for (std::string_view key : erased) w.bytes(key);
-    if (keys.size() * 2 >= rows_->group_size(key_group)) {
-      std::string whole;
-      snapshot_key_group(key_group, whole);
-      if (whole.size() <= out.size() - begin) {
-        out.resize(begin);
-        return false;
-      }
-    }
     return true;
   }
 
@@ -337,7 +342,8 @@ private:
     for (std::uint32_t group = range.first; group < range.end; ++group)
       if (rows_->erase_if_in_group(group, [&](std::string_view key, Row& row) {
             if (now - row.last_seen() < ttl_ms_) return false;
-            if (entries_.active()) entries_.mark(key, state::hash_key_bytes(key), rows_->group_size(group));
+            // An erased row takes its mark along: recorded whether marked or not.
+            if (entries_.recording(group)) entries_.record(group, key, state::hash_key_bytes(key), rows_->group_size(group));
             return true;
           }) > 0)
         changed_.mark(group);

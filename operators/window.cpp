@@ -4,6 +4,7 @@
 #include <cstring>
 #include <new>
 #include <optional>
+#include <tuple>
 
 #include "operators/bad_record.hpp"
 #include "operators/field_reads.hpp"
@@ -264,7 +265,7 @@ public:
     }
     timers_.emplace(range_, max_parallelism_);
     changed_ = state::ChangedGroups(range_);
-    entries_ = state::ChangedEntries(range_, max_parallelism_);
+    entries_ = state::ChangedEntries(range_);
   }
 
   void process(const state::Batch& in, state::Batch& out) override {
@@ -381,18 +382,29 @@ public:
   //             made and fired between two snapshots)
   //   timers    (state_codec.hpp): every group timer of the group now, replacing the earlier
   // A changed entry is tracked (state/changed_entries.hpp) under the bytes: u8 domain (0
-  // event time, 1 processing time), then the map key; and under the window's map hash.
+  // event time, 1 processing time), then the map key; and under the window's map hash. Its
+  // mark is in its domain's map.
   bool take_changed_entries(std::vector<state::GroupEntries>& out) override {
-    entries_.take(out);
+    entries_.take(
+        out,
+        [&](std::string_view tracked, std::uint64_t hash) {
+          const int di = static_cast<unsigned char>(tracked[0]);
+          return domains_[di].windows->unmark(tracked.substr(1), hash);
+        },
+        [&](std::uint32_t group) {
+          for (Domain& d : domains_) d.windows->unmark_group(group);
+        });
     return true;
   }
 
   bool snapshot_key_group_delta(std::uint32_t key_group, const std::vector<std::string>& keys,
                                 std::string& out) const override {
     if (!range_.contains(key_group)) return false;
+    // Much of the group changed (the keys of several takes): written whole, which is cheaper
+    // to write than a delta of as many entries (state/changed_entries.hpp).
     const std::size_t entries =
         domains_[0].windows->group_size(key_group) + domains_[1].windows->group_size(key_group);
-    const std::size_t begin = out.size();
+    if (!state::ChangedEntries::delta_pays(keys.size(), entries)) return false;
     state::StateWriter w(out);
     w.header('a');
     w.zigzag(window_.size);
@@ -432,15 +444,6 @@ public:
       }
     }
     w.timers(*timers_, key_group);
-    // Most of the group changed: the whole group may be smaller.
-    if (keys.size() * 2 >= entries) {
-      std::string whole;
-      snapshot_key_group(key_group, whole);
-      if (whole.size() <= out.size() - begin) {
-        out.resize(begin);
-        return false;
-      }
-    }
     return true;
   }
 
@@ -649,13 +652,13 @@ private:
     return {};
   }
 
-  // Records that the window `map_key` of domain `di` changed (ChangedEntries).
+  // Records that the window `map_key` of domain `di` changed for the first time since the last
+  // take, or was erased (ChangedEntries).
   void track(int di, std::string_view map_key, std::uint64_t hash, std::uint32_t group) {
-    if (!entries_.active()) return;
     entry_key_.assign(1, static_cast<char>(di));
     entry_key_.append(map_key);
-    entries_.mark(entry_key_, hash,
-                  domains_[0].windows->group_size(group) + domains_[1].windows->group_size(group));
+    entries_.record(group, entry_key_, hash,
+                    domains_[0].windows->group_size(group) + domains_[1].windows->group_size(group));
   }
 
   struct GroupTimer {
@@ -786,8 +789,15 @@ private:
     map_key_.append(key);
     const std::uint64_t h =
         start == p.last_start ? p.slot_hash : window_hash(p.group, p.hash, start);
-    auto [cell, inserted] = d.windows->try_emplace(map_key_, h);
-    track(p.event ? event_domain : processing_domain, map_key_, h, p.group);
+    Cell* cell;
+    bool inserted;
+    if (entries_.recording(p.group)) {
+      bool newly_marked;
+      std::tie(cell, inserted) = d.windows->try_emplace_marked(map_key_, h, newly_marked);
+      if (newly_marked) track(p.event ? event_domain : processing_domain, map_key_, h, p.group);
+    } else {
+      std::tie(cell, inserted) = d.windows->try_emplace(map_key_, h);
+    }
     std::byte* block = inserted ? create_block(*cell) : block_of(*cell);
     if (!aggregates_.add(block, record, eval_)) {
       if (inserted) {
@@ -822,7 +832,9 @@ private:
       const std::string_view whole_key = map_key;
       std::int64_t s;
       if (!read_zigzag_varint(map_key, s) || s != start) return false;
-      if (entries_.active()) // the map's other entries move on erase, not this one: it is only read
+      // An erased entry takes its mark along: recorded whether marked or not. (The map's
+      // other entries move on erase, not this one: it is only read.)
+      if (!keep && entries_.recording(group))
         track(di, whole_key, window_hash(group, state::hash_key_bytes(map_key), start), group);
       if (emit) {
         emit_row(map_key, start, end, block_of(cell),

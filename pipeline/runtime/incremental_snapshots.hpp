@@ -20,7 +20,8 @@
 // the changed groups, the changed keys since the base are the union of those taken at every
 // snapshot after it, so a failed checkpoint loses none. A group is written whole when any
 // snapshot since the base took it without its entries (a restore, or too many changes), and
-// when its delta would not be smaller (the operator decides).
+// when so many of its entries changed that writing it whole is cheaper (the operator decides:
+// ChangedEntries::delta_pays).
 //
 // A full checkpoint is written again when the chain of files would reach `full_every`, or
 // when the deltas since the last full one hold more bytes than it: a restore then reads at
@@ -62,7 +63,7 @@ public:
     // every group (a full snapshot, or an operator that does not track changes).
     std::vector<std::optional<std::vector<std::uint32_t>>> groups;
     // Per operator, of its groups above: those to write as deltas, each with the keys changed
-    // since the base (sorted, each once; Operator::snapshot_key_group_delta).
+    // since the base (each once; Operator::snapshot_key_group_delta).
     std::vector<std::map<std::uint32_t, std::vector<std::string>>> deltas;
     bool incremental() const { return !previous.empty(); }
   };

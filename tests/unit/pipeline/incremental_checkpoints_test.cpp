@@ -320,7 +320,8 @@ TEST_CASE("a task plans deltas of the entries changed since its base, failed che
   op.entries = {{1, {"c", "b"}}, {2, {"d"}}};
   auto p2 = snapshots.plan(2, root / "chk-2", false, ops);
   REQUIRE(p2.incremental());
-  CHECK(p2.deltas[0] == Deltas{{1, {"b", "c"}}, {2, {"d"}}});
+  // One take's keys as the operator gave them (each once already): not sorted again.
+  CHECK(p2.deltas[0] == Deltas{{1, {"c", "b"}}, {2, {"d"}}});
   snapshots.written(2, 10);
 
   // Checkpoint 3 writes what 2 took as well, each key once; group 3 changed without its
