@@ -81,7 +81,20 @@ void print_text(const state::SnapshotReader& r) {
       << "key groups:      [" << h.key_groups.first << ", " << h.key_groups.end << ") of "
       << h.max_parallelism << " (max_parallelism)\n"
       << "segments:        " << r.segments().size() << ", " << raw << " bytes raw, " << compressed
-      << " compressed, " << r.file_size() << " in the file\n\n";
+      << " compressed, " << r.file_size() << " in the file\n";
+  // A file of an incremental checkpoint with entry deltas: its keyed_delta segments are
+  // changes to the same task's earlier files, not state of their own.
+  std::size_t deltas = 0;
+  std::uint64_t delta_raw = 0;
+  for (const auto& s : r.segments())
+    if (s.kind == state::SegmentKind::KeyedDelta) {
+      ++deltas;
+      delta_raw += s.raw_length;
+    }
+  if (deltas > 0)
+    out << "deltas:          " << deltas << " key groups as keyed_delta segments (" << delta_raw
+        << " bytes raw): changes to the task's earlier files, applied on restore\n";
+  out << "\n";
 
   std::size_t node_width = 4;
   for (const auto& s : r.segments())
@@ -97,7 +110,7 @@ void print_text(const state::SnapshotReader& r) {
   row("NODE", "KIND", "KEY GROUP", "RAW", "COMPRESSED", "RATIO", "XXH64");
   for (const auto& s : r.segments())
     row(s.node, std::string(state::segment_kind_name(s.kind)),
-        s.kind == state::SegmentKind::Keyed ? std::to_string(s.key_group) : "-",
+        state::is_keyed(s.kind) ? std::to_string(s.key_group) : "-",
         std::to_string(s.raw_length), std::to_string(s.compressed_length), ratio(s),
         hex64(s.checksum));
   std::cout << out.str();
@@ -140,7 +153,7 @@ void print_json(const state::SnapshotReader& r) {
     out += "{\"node\":";
     state::append_json_string(s.node, out);
     out += ",\"kind\":\"" + std::string(state::segment_kind_name(s.kind)) + "\"";
-    out += ",\"key_group\":" + (s.kind == state::SegmentKind::Keyed ? std::to_string(s.key_group)
+    out += ",\"key_group\":" + (state::is_keyed(s.kind) ? std::to_string(s.key_group)
                                                                     : std::string("null"));
     out += ",\"offset\":" + std::to_string(s.offset);
     out += ",\"raw_bytes\":" + std::to_string(s.raw_length);

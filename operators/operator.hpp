@@ -20,6 +20,7 @@
 #include "operators/wall_clock.hpp"
 #include "pipeline/spec/pipeline_spec.hpp"
 #include "state/batch.hpp"
+#include "state/changed_entries.hpp"
 #include "state/error.hpp"
 #include "state/field_names.hpp"
 
@@ -115,6 +116,24 @@ public:
   // them (state/changed_groups.hpp). False: the operator does not keep track, and every group
   // is written in every checkpoint.
   virtual bool take_changed_key_groups(std::vector<std::uint32_t>& /*out*/) { return false; }
+  // Entry-level deltas: called right after take_changed_key_groups, appends to `out` the
+  // groups among those it took whose changes the operator knows entry by entry, each with the
+  // keys (its own bytes) of the entries inserted, updated or erased since the last call
+  // (state/changed_entries.hpp); a group taken there and absent here is written whole. The
+  // first call starts the tracking, and appends nothing. False: the operator writes no
+  // deltas (and snapshot_key_group_delta is never called).
+  virtual bool take_changed_entries(std::vector<state::GroupEntries>& /*out*/) { return false; }
+  // Appends to `out` a delta of `key_group` (a keyed_delta segment, state/snapshot_format.hpp):
+  // `keys` holds every key that take_changed_entries gave for the group since some earlier
+  // snapshot of it (each once, in no set order); the delta holds each such entry as it is now, or its
+  // erasure, plus whatever else the group keeps (timers) whole, so that applying it to the
+  // group as that earlier snapshot left it gives the group now. Returns false, appending
+  // nothing, when so much of the group changed that writing it whole (snapshot_key_group) is
+  // cheaper (ChangedEntries::delta_pays): it is written whole.
+  virtual bool snapshot_key_group_delta(std::uint32_t /*key_group*/, const std::vector<std::string>& /*keys*/,
+                                        std::string& /*out*/) const {
+    return false;
+  }
   // State that belongs to the subtask, not to a key group (a broadcast join's records);
   // appends nothing when there is none.
   virtual void snapshot_subtask_state(std::string& /*out*/) const {}
@@ -133,6 +152,15 @@ public:
     virtual ~KeyGroupLoad() = default;
     virtual Result<void> install() = 0;
   };
+  // A group from its newest keyed segment (`data`; empty when the chain holds none: the group
+  // was empty) and the keyed_delta segments written after it, oldest first. The same thread
+  // rules as load_key_group; it never returns nullptr when `deltas` is not empty. The default
+  // loads `data` and refuses deltas (an operator that writes none never finds one).
+  virtual Result<std::unique_ptr<KeyGroupLoad>> load_key_group_with_deltas(
+      std::uint32_t key_group, std::string_view data, const std::vector<std::string_view>& deltas) const {
+    if (!deltas.empty()) return fail("this operator cannot apply a keyed_delta segment");
+    return load_key_group(key_group, data);
+  }
   // nullptr: this operator loads no group off the task thread; the runtime calls
   // restore_key_group on the task thread instead.
   virtual Result<std::unique_ptr<KeyGroupLoad>> load_key_group(std::uint32_t /*key_group*/,

@@ -13,6 +13,7 @@
 #include "operators/wall_clock.hpp"
 #include "pipeline/spec/pipeline_spec.hpp"
 #include "state/key_codec.hpp"
+#include "state/changed_entries.hpp"
 #include "state/changed_groups.hpp"
 #include "state/key_group.hpp"
 #include "state/keyed_map.hpp"
@@ -75,6 +76,7 @@ public:
     auto max_parallelism = static_cast<std::uint32_t>(ctx.pipeline->max_parallelism);
     rows_.emplace(state::key_group_range(ctx.subtask, ctx.parallelism, max_parallelism), max_parallelism);
     changed_ = state::ChangedGroups(rows_->key_group_range());
+    entries_ = state::ChangedEntries(rows_->key_group_range());
   }
 
   bool take_changed_key_groups(std::vector<std::uint32_t>& out) override {
@@ -97,9 +99,18 @@ public:
         continue;
       }
       std::uint64_t hash = state::hash_key_bytes(key_bytes_);
-      changed_.mark(state::key_group_of(hash, rows_->max_parallelism()));
+      const std::uint32_t group = state::key_group_of(hash, rows_->max_parallelism());
+      changed_.mark(group);
       bool inserted = false;
-      Row& row = rows_->get_or_insert(key_bytes_, hash, &inserted);
+      Row* found;
+      if (entries_.recording(group)) {
+        bool newly_marked = false;
+        std::tie(found, inserted) = rows_->try_emplace_marked(key_bytes_, hash, newly_marked);
+        if (newly_marked) entries_.record(group, key_bytes_, hash, rows_->group_size(group));
+      } else {
+        std::tie(found, inserted) = rows_->try_emplace(key_bytes_, hash);
+      }
+      Row& row = *found;
       if (inserted) row.create(aggregates_);
       if (!aggregates_.add_at(row.block(), i, eval_)) {
         report_bad_record(ctx_, record, eval_.error);
@@ -142,6 +153,70 @@ public:
       if (ttl_ms_ > 0) w.zigzag(row.last_seen());
       aggregates_.serialize(row.block(), out);
     });
+  }
+
+  // Key-group delta segment (keyed_delta, state/snapshot_format.hpp): the rows of the group
+  // that changed since an earlier snapshot of it, against the group as that left it:
+  //   header    version 1, kind 'r'
+  //   1 byte    1 when each row carries its last_seen time, else 0 (as the keyed segment)
+  //   varint    U = rows written; per row as in the keyed segment: the row now, inserted or
+  //             replacing
+  //   varint    E = rows erased (expired by the ttl); per row: bytes key (one absent already
+  //             is no error: a row made and expired between two snapshots)
+  // A changed row is tracked (state/changed_entries.hpp) under its key bytes and key hash; its
+  // mark is in rows_.
+  bool take_changed_entries(std::vector<state::GroupEntries>& out) override {
+    entries_.take(
+        out,
+        [&](std::string_view key, std::uint64_t hash) { return rows_->unmark(key, hash); },
+        [&](std::uint32_t group) { rows_->unmark_group(group); });
+    return true;
+  }
+
+  bool snapshot_key_group_delta(std::uint32_t key_group, const std::vector<std::string>& keys,
+                                std::string& out) const override {
+    if (!rows_ || !rows_->key_group_range().contains(key_group)) return false;
+    // Much of the group changed (the keys of several takes): written whole, which is cheaper
+    // to write than a delta of as many rows (state/changed_entries.hpp).
+    if (!state::ChangedEntries::delta_pays(keys.size(), rows_->group_size(key_group))) return false;
+    std::vector<std::pair<std::string_view, const Row*>> written;
+    std::vector<std::string_view> erased;
+    for (const std::string& key : keys) {
+      if (const Row* row = rows_->find(key, state::hash_key_bytes(key))) written.emplace_back(key, row);
+      else erased.push_back(key);
+    }
+    state::StateWriter w(out);
+    w.header('r');
+    w.u8(ttl_ms_ > 0 ? 1 : 0);
+    w.varint(written.size());
+    for (const auto& [key, row] : written) {
+      w.bytes(key);
+      if (ttl_ms_ > 0) w.zigzag(row->last_seen());
+      aggregates_.serialize(row->block(), out);
+    }
+    w.varint(erased.size());
+    for (std::string_view key : erased) w.bytes(key);
+    return true;
+  }
+
+  Result<std::unique_ptr<KeyGroupLoad>> load_key_group_with_deltas(
+      std::uint32_t key_group, std::string_view data,
+      const std::vector<std::string_view>& deltas) const override {
+    if (!rows_ || !rows_->key_group_range().contains(key_group))
+      return restore_failure(key_group, "not a key group of this subtask");
+    std::unique_ptr<GroupLoad> load;
+    if (data.empty()) {
+      load = std::make_unique<GroupLoad>(const_cast<Reduce&>(*this), key_group);
+    } else {
+      auto full = load_group(key_group, data);
+      if (!full) return Failure{full.error()};
+      load = std::move(*full);
+    }
+    for (std::size_t k = 0; k < deltas.size(); ++k)
+      if (auto ok = apply_delta(*load, deltas[k]); !ok)
+        return restore_failure(key_group, "delta " + std::to_string(k + 1) + " of " +
+                                              std::to_string(deltas.size()) + ": " + ok.error());
+    return std::unique_ptr<KeyGroupLoad>(std::move(load));
   }
 
   Result<void> restore_key_group(std::uint32_t key_group, std::string_view data) override {
@@ -221,11 +296,59 @@ private:
     return load;
   }
 
+  // Applies a keyed_delta segment (snapshot_key_group_delta) to a group being loaded; safe on
+  // any thread, as load_group. On a failure the load is half-applied: it is dropped.
+  Result<void> apply_delta(GroupLoad& load, std::string_view data) const {
+    state::StateReader r(data);
+    std::uint8_t has_last_seen = 0;
+    std::uint64_t n = 0;
+    if (!r.header('r') || !r.u8(has_last_seen) || !r.count(n, 2)) return fail(r.error());
+    if (has_last_seen > 1) return fail("bad flags byte");
+    state::FieldNames names;
+    const std::int64_t now = wall_clock_ms();
+    auto check = [&](std::string_view key, std::uint64_t& hash) -> Result<void> {
+      if (!state::valid_key_bytes(key, names)) return fail("a malformed key");
+      hash = state::hash_key_bytes(key);
+      if (state::key_group_of(hash, rows_->max_parallelism()) != load.group_) return fail("a key of another key group");
+      return {};
+    };
+    for (std::uint64_t k = 0; k < n; ++k) {
+      std::string_view key;
+      std::uint64_t hash = 0;
+      if (!r.bytes(key)) return fail(r.error());
+      if (auto ok = check(key, hash); !ok) return ok;
+      std::int64_t last_seen = now;
+      if (has_last_seen == 1 && !r.zigzag(last_seen)) return fail(r.error());
+      if (load.rows_.contains(key, hash)) load.rows_.erase(key, hash);
+      auto [row, inserted] = load.rows_.try_emplace(key, hash);
+      row->create(aggregates_);
+      std::string_view rest = r.rest();
+      if (auto d = aggregates_.deserialize(row->block(), rest); !d) return fail("aggregates: " + d.error());
+      r.skip(r.remaining() - rest.size());
+      row->touch(last_seen);
+    }
+    if (!r.count(n, 1)) return fail(r.error());
+    for (std::uint64_t k = 0; k < n; ++k) {
+      std::string_view key;
+      std::uint64_t hash = 0;
+      if (!r.bytes(key)) return fail(r.error());
+      if (auto ok = check(key, hash); !ok) return ok;
+      load.rows_.erase(key, hash);
+    }
+    if (!r.at_end()) return fail(std::to_string(r.remaining()) + " bytes after the delta");
+    return {};
+  }
+
   void expire(std::int64_t now) {
     last_sweep_ = now;
     const state::KeyGroupRange range = rows_->key_group_range();
     for (std::uint32_t group = range.first; group < range.end; ++group)
-      if (rows_->erase_if_in_group(group, [&](std::string_view, Row& row) { return now - row.last_seen() >= ttl_ms_; }) > 0)
+      if (rows_->erase_if_in_group(group, [&](std::string_view key, Row& row) {
+            if (now - row.last_seen() < ttl_ms_) return false;
+            // An erased row takes its mark along: recorded whether marked or not.
+            if (entries_.recording(group)) entries_.record(group, key, state::hash_key_bytes(key), rows_->group_size(group));
+            return true;
+          }) > 0)
         changed_.mark(group);
   }
 
@@ -235,6 +358,7 @@ private:
   std::int64_t last_sweep_ = 0;
   std::optional<state::KeyedMap<Row>> rows_;
   state::ChangedGroups changed_; // since the last incremental checkpoint
+  state::ChangedEntries entries_; // the same, row by row
   std::string key_bytes_;
   state::RecordBuilder builder_;
   pipeline::EvalContext eval_;

@@ -4,11 +4,13 @@
 #include <cstring>
 #include <new>
 #include <optional>
+#include <tuple>
 
 #include "operators/bad_record.hpp"
 #include "operators/field_reads.hpp"
 #include "operators/session_windows.hpp"
 #include "operators/toml_order.hpp"
+#include "state/changed_entries.hpp"
 #include "state/changed_groups.hpp"
 #include "state/key_codec.hpp"
 #include "state/key_group.hpp"
@@ -263,6 +265,7 @@ public:
     }
     timers_.emplace(range_, max_parallelism_);
     changed_ = state::ChangedGroups(range_);
+    entries_ = state::ChangedEntries(range_);
   }
 
   void process(const state::Batch& in, state::Batch& out) override {
@@ -368,6 +371,83 @@ public:
     return true;
   }
 
+  // Key-group delta segment (keyed_delta, state/snapshot_format.hpp): the windows of the
+  // group that changed since an earlier snapshot of it, against the group as that left it:
+  //   header    version 1, kind 'a'
+  //   zigzag    size, zigzag slide (must match the restoring node's)
+  //   twice (event time, then processing time):
+  //     varint  U = windows written; per window: zigzag start, bytes key, the aggregates
+  //             block (as in the keyed segment): the window now, inserted or replacing
+  //     varint  E = windows erased (fired, or dropped after allowed_lateness); per window:
+  //             zigzag start, bytes key (one that is absent already is no error: a window
+  //             made and fired between two snapshots)
+  //   timers    (state_codec.hpp): every group timer of the group now, replacing the earlier
+  // A changed entry is tracked (state/changed_entries.hpp) under the bytes: u8 domain (0
+  // event time, 1 processing time), then the map key; and under the window's map hash. Its
+  // mark is in its domain's map.
+  bool take_changed_entries(std::vector<state::GroupEntries>& out) override {
+    entries_.take(
+        out,
+        [&](std::string_view tracked, std::uint64_t hash) {
+          const int di = static_cast<unsigned char>(tracked[0]);
+          return domains_[di].windows->unmark(tracked.substr(1), hash);
+        },
+        [&](std::uint32_t group) {
+          for (Domain& d : domains_) d.windows->unmark_group(group);
+        });
+    return true;
+  }
+
+  bool snapshot_key_group_delta(std::uint32_t key_group, const std::vector<std::string>& keys,
+                                std::string& out) const override {
+    if (!range_.contains(key_group)) return false;
+    // Much of the group changed (the keys of several takes): written whole, which is cheaper
+    // to write than a delta of as many entries (state/changed_entries.hpp).
+    const std::size_t entries =
+        domains_[0].windows->group_size(key_group) + domains_[1].windows->group_size(key_group);
+    if (!state::ChangedEntries::delta_pays(keys.size(), entries)) return false;
+    state::StateWriter w(out);
+    w.header('a');
+    w.zigzag(window_.size);
+    w.zigzag(window_.slide);
+    std::vector<std::pair<std::string_view, const Cell*>> written;
+    std::vector<std::string_view> erased;
+    for (int di = 0; di < 2; ++di) {
+      written.clear();
+      erased.clear();
+      for (const std::string& tracked : keys) {
+        if (tracked.empty() || static_cast<int>(static_cast<unsigned char>(tracked[0])) != di) continue;
+        std::string_view map_key = std::string_view(tracked).substr(1);
+        std::string_view key = map_key;
+        std::int64_t start = 0;
+        if (!read_zigzag_varint(key, start)) continue; // cannot be: we made it
+        const Cell* cell = domains_[di].windows->find(
+            map_key, window_hash(key_group, state::hash_key_bytes(key), start));
+        if (cell) written.emplace_back(map_key, cell);
+        else erased.push_back(map_key);
+      }
+      w.varint(written.size());
+      for (const auto& [map_key, cell] : written) {
+        std::string_view key = map_key;
+        std::int64_t start = 0;
+        read_zigzag_varint(key, start);
+        w.zigzag(start);
+        w.bytes(key);
+        aggregates_.serialize(block_of(const_cast<Cell&>(*cell)), out);
+      }
+      w.varint(erased.size());
+      for (std::string_view map_key : erased) {
+        std::string_view key = map_key;
+        std::int64_t start = 0;
+        read_zigzag_varint(key, start);
+        w.zigzag(start);
+        w.bytes(key);
+      }
+    }
+    w.timers(*timers_, key_group);
+    return true;
+  }
+
   Result<void> restore_key_group(std::uint32_t key_group, std::string_view data) override {
     auto load = load_group(key_group, data);
     if (!load) return Failure{load.error()};
@@ -379,6 +459,25 @@ public:
     auto load = load_group(key_group, data);
     if (!load) return Failure{load.error()};
     return std::unique_ptr<KeyGroupLoad>(std::move(*load));
+  }
+
+  Result<std::unique_ptr<KeyGroupLoad>> load_key_group_with_deltas(
+      std::uint32_t key_group, std::string_view data,
+      const std::vector<std::string_view>& deltas) const override {
+    if (!range_.contains(key_group)) return restore_failure(key_group, "not a key group of this subtask");
+    std::unique_ptr<GroupLoad> load;
+    if (data.empty()) {
+      load = std::make_unique<GroupLoad>(const_cast<AlignedWindows&>(*this), key_group);
+    } else {
+      auto full = load_group(key_group, data);
+      if (!full) return Failure{full.error()};
+      load = std::move(*full);
+    }
+    for (std::size_t k = 0; k < deltas.size(); ++k)
+      if (auto ok = apply_delta(*load, deltas[k]); !ok)
+        return restore_failure(key_group, "delta " + std::to_string(k + 1) + " of " +
+                                              std::to_string(deltas.size()) + ": " + ok.error());
+    return std::unique_ptr<KeyGroupLoad>(std::move(load));
   }
 
 private:
@@ -477,6 +576,91 @@ private:
     return load;
   }
 
+  // Checks a window start and key read from a segment of `key_group`; its map key and hash.
+  Result<void> check_window(std::uint32_t key_group, std::int64_t start, std::string_view key,
+                            state::FieldNames& names, std::string& map_key, std::uint64_t& hash) const {
+    if (start < min_window_time || start > max_window_time - window_.size ||
+        floor_mod(start, window_.slide) != 0)
+      return fail("a window start " + std::to_string(start) + " that is not aligned");
+    if (!state::valid_key_bytes(key, names)) return fail("a malformed key");
+    const std::uint64_t key_hash = state::hash_key_bytes(key);
+    if (state::key_group_of(key_hash, max_parallelism_) != key_group) return fail("a key of another key group");
+    map_key.clear();
+    append_zigzag_varint(map_key, start);
+    map_key.append(key);
+    hash = window_hash(key_group, key_hash, start);
+    return {};
+  }
+
+  // Applies a keyed_delta segment (snapshot_key_group_delta) to a group being loaded. Safe on
+  // any thread, as load_group. On a failure the load is left half-applied: it is dropped.
+  Result<void> apply_delta(GroupLoad& load, std::string_view data) const {
+    state::StateReader r(data);
+    std::int64_t size = 0, slide = 0;
+    if (!r.header('a') || !r.zigzag(size) || !r.zigzag(slide)) return fail(r.error());
+    if (size != window_.size || slide != window_.slide)
+      return fail("the windows were " + std::to_string(size) + "ms every " + std::to_string(slide) +
+                  "ms, this node's are " + std::to_string(window_.size) + "ms every " +
+                  std::to_string(window_.slide) + "ms");
+    state::FieldNames names;
+    std::string map_key;
+    const std::uint32_t group = load.group_;
+    for (int di = 0; di < 2; ++di) {
+      Windows& windows = load.windows_[di];
+      std::uint64_t n;
+      if (!r.count(n, 3)) return fail(r.error());
+      for (std::uint64_t k = 0; k < n; ++k) {
+        std::int64_t start;
+        std::string_view key;
+        std::uint64_t h = 0;
+        if (!r.zigzag(start) || !r.bytes(key)) return fail(r.error());
+        if (auto ok = check_window(group, start, key, names, map_key, h); !ok) return ok;
+        auto [cell, inserted] = windows.try_emplace(map_key, h);
+        if (!inserted) destroy_block(*cell);
+        create_block(*cell);
+        std::string_view rest = r.rest();
+        if (auto d = aggregates_.deserialize(block_of(*cell), rest); !d) return fail("aggregates: " + d.error());
+        r.skip(r.remaining() - rest.size());
+      }
+      if (!r.count(n, 2)) return fail(r.error());
+      for (std::uint64_t k = 0; k < n; ++k) {
+        std::int64_t start;
+        std::string_view key;
+        std::uint64_t h = 0;
+        if (!r.zigzag(start) || !r.bytes(key)) return fail(r.error());
+        if (auto ok = check_window(group, start, key, names, map_key, h); !ok) return ok;
+        if (Cell* cell = windows.find(map_key, h)) {
+          destroy_block(*cell);
+          windows.erase(map_key, h);
+        }
+      }
+    }
+    std::vector<state::StoredTimer> timers;
+    if (!r.timers(timers)) return fail(r.error());
+    if (auto ok = check_timers(timers); !ok) return ok;
+    if (!r.at_end()) return fail(std::to_string(r.remaining()) + " bytes after the delta");
+    load.timers_ = std::move(timers);
+    return {};
+  }
+
+  Result<void> check_timers(const std::vector<state::StoredTimer>& timers) const {
+    for (const auto& t : timers) {
+      if (!t.key.empty()) return fail("a group timer with a key");
+      if (t.tag < min_window_time + window_.size || t.tag > max_window_time ||
+          floor_mod(t.tag - window_.size, window_.slide) != 0 || t.timestamp < t.tag)
+        return fail("a timer for no window end");
+    }
+    return {};
+  }
+
+  // Records that the window `map_key` of domain `di` changed for the first time since the last
+  // take, or was erased (ChangedEntries).
+  void track(int di, std::string_view map_key, std::uint64_t hash, std::uint32_t group) {
+    entry_key_.assign(1, static_cast<char>(di));
+    entry_key_.append(map_key);
+    entries_.record(group, entry_key_, hash,
+                    domains_[0].windows->group_size(group) + domains_[1].windows->group_size(group));
+  }
 
   struct GroupTimer {
     std::int64_t time;
@@ -607,7 +791,15 @@ private:
     map_key_.append(key);
     const std::uint64_t h =
         start == p.last_start ? p.slot_hash : window_hash(p.group, p.hash, start);
-    auto [cell, inserted] = d.windows->try_emplace(map_key_, h);
+    Cell* cell;
+    bool inserted;
+    if (entries_.recording(p.group)) {
+      bool newly_marked;
+      std::tie(cell, inserted) = d.windows->try_emplace_marked(map_key_, h, newly_marked);
+      if (newly_marked) track(p.event ? event_domain : processing_domain, map_key_, h, p.group);
+    } else {
+      std::tie(cell, inserted) = d.windows->try_emplace(map_key_, h);
+    }
     std::byte* block = inserted ? create_block(*cell) : block_of(*cell);
     if (!aggregates_.add_at(block, row, eval_)) {
       if (inserted) {
@@ -637,9 +829,15 @@ private:
     const std::int64_t start = end - window_.size;
     const bool emit = time == end;
     const bool keep = emit && event && window_.allowed_lateness > 0;
+    const int di = event ? event_domain : processing_domain;
     d.windows->erase_if_in_group(group, [&](std::string_view map_key, Cell& cell) {
+      const std::string_view whole_key = map_key;
       std::int64_t s;
       if (!read_zigzag_varint(map_key, s) || s != start) return false;
+      // An erased entry takes its mark along: recorded whether marked or not. (The map's
+      // other entries move on erase, not this one: it is only read.)
+      if (!keep && entries_.recording(group))
+        track(di, whole_key, window_hash(group, state::hash_key_bytes(map_key), start), group);
       if (emit) {
         emit_row(map_key, start, end, block_of(cell),
                  event ? row_timestamp(end) : state::kNoTimestamp, out);
@@ -662,6 +860,8 @@ private:
   Domain domains_[2];
   std::optional<state::TimerService> timers_;
   state::ChangedGroups changed_; // since the last incremental checkpoint
+  state::ChangedEntries entries_; // the same, entry by entry
+  std::string entry_key_;          // scratch: a tracked entry's key
   std::vector<Pending> pending_; // scratch, per batch
   std::string keys_;             // scratch: the key bytes of a batch, one after another
   std::string map_key_;          // scratch

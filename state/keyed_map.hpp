@@ -20,6 +20,11 @@
 // that sits nearer its home slot. Erase uses backward-shift deletion (no tombstones). A table
 // doubles when it becomes 80% full and halves when it falls below 10% (never below 8 slots).
 //
+// Change marks (incremental checkpoints, state/changed_entries.hpp): a bit per entry, kept in
+// the key's tag byte so that it costs no memory and setting it touches only the slot the update
+// touched already. try_emplace_marked sets it, unmark and unmark_group clear it; it moves with
+// the entry and is ignored by every lookup. Entries are made unmarked.
+//
 // References and pointers returned by get_or_insert/try_emplace/find stay valid until the next
 // insert or erase in the map (both may move other entries); visiting functions must not insert
 // or erase (erase_if does its own erasing). Iteration order is unspecified.
@@ -34,6 +39,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -49,17 +55,24 @@ namespace detail {
 // 16 bytes of key held in a slot: bytes[0..tag) inline when tag <= 15, else (tag == tag_long)
 // the length and the offset into a LongKeyStore, each 4 bytes in host byte order (memory only,
 // never written to a snapshot). Inline keys are zero-padded so that two equal keys are equal as
-// 16 bytes.
+// 16 bytes, but for the change mark: bit 0x40 of the tag of an entry (never of tag_empty), which
+// comparisons ignore.
 struct StoredKey {
   static constexpr std::size_t inline_capacity = 15;
   static constexpr std::uint8_t tag_long = 0x80;
   static constexpr std::uint8_t tag_empty = 0xFF;
+  static constexpr std::uint8_t tag_marked = 0x40;
 
   char bytes[inline_capacity];
   std::uint8_t tag;
 
   bool empty() const { return tag == tag_empty; }
-  bool is_long() const { return tag == tag_long; }
+  bool is_long() const { return (tag & ~tag_marked) == tag_long; }
+  std::uint8_t inline_size() const { return static_cast<std::uint8_t>(tag & ~tag_marked); }
+  bool marked() const { return !empty() && (tag & tag_marked) != 0; }
+  void set_marked(bool on) {
+    tag = static_cast<std::uint8_t>(on ? tag | tag_marked : tag & ~tag_marked);
+  }
   std::uint32_t long_size() const {
     std::uint32_t v;
     std::memcpy(&v, bytes, 4);
@@ -122,7 +135,17 @@ struct KeyProbe {
 };
 
 inline bool key_matches(const StoredKey& stored, const KeyProbe& probe, const LongKeyStore* store) {
-  if (probe.is_inline()) return std::memcmp(&stored, &probe.image, sizeof(StoredKey)) == 0;
+  if (probe.is_inline()) {
+    // As 16 bytes, but for the mark bit of the tag (byte 15: the top byte of the second word
+    // on a little-endian host).
+    constexpr std::uint64_t mark_bit = std::endian::native == std::endian::little
+                                           ? std::uint64_t{StoredKey::tag_marked} << 56
+                                           : std::uint64_t{StoredKey::tag_marked};
+    std::uint64_t a[2], b[2];
+    std::memcpy(a, &stored, sizeof a);
+    std::memcpy(b, &probe.image, sizeof b);
+    return a[0] == b[0] && ((a[1] ^ b[1]) & ~mark_bit) == 0;
+  }
   return stored.is_long() && stored.long_size() == probe.key.size() &&
          std::memcmp(store->get(stored.long_offset(), stored.long_size()).data(), probe.key.data(),
                      probe.key.size()) == 0;
@@ -130,7 +153,7 @@ inline bool key_matches(const StoredKey& stored, const KeyProbe& probe, const Lo
 
 inline std::string_view key_view(const StoredKey& stored, const LongKeyStore* store) {
   if (stored.is_long()) return store->get(stored.long_offset(), stored.long_size());
-  return {stored.bytes, stored.tag};
+  return {stored.bytes, stored.inline_size()};
 }
 
 // Stores the probe's key: inline, or appended to *store (created on first use).
@@ -207,19 +230,38 @@ public:
   // The value of `key`, constructed from `args` when the key is new ({value, inserted}).
   template <typename... Args>
   std::pair<V*, bool> try_emplace(std::string_view key, std::uint64_t hash, Args&&... args) {
+    auto [slot, inserted] = emplace_slot(key, hash, std::forward<Args>(args)...);
+    return {&slot->value, inserted};
+  }
+
+  // try_emplace() without arguments that also marks the entry; `newly_marked` tells whether it
+  // was unmarked before (a new entry always was).
+  std::pair<V*, bool> try_emplace_marked(std::string_view key, std::uint64_t hash, bool& newly_marked) {
+    auto [slot, inserted] = emplace_slot(key, hash);
+    newly_marked = !slot->key.marked();
+    slot->key.set_marked(true);
+    return {&slot->value, inserted};
+  }
+
+  // Clears the mark of `key`: nullopt when the key is absent, else whether it was marked.
+  std::optional<bool> unmark(std::string_view key, std::uint64_t hash) {
     Group& g = group_for(hash);
-    detail::KeyProbe probe(key);
-    if (std::uint32_t i = find_index(g, probe, hash); i != npos) return {&g.slots[i].value, false};
-    if constexpr (std::is_nothrow_constructible_v<V, Args...>) {
-      Slot& s = insert_slot(g, probe, hash);
-      ::new (static_cast<void*>(&s.value)) V(std::forward<Args>(args)...);
-      return {&s.value, true};
-    } else {
-      V made(std::forward<Args>(args)...); // may throw: nothing changed yet
-      Slot& s = insert_slot(g, probe, hash);
-      ::new (static_cast<void*>(&s.value)) V(std::move(made));
-      return {&s.value, true};
-    }
+    std::uint32_t i = find_index(g, detail::KeyProbe(key), hash);
+    if (i == npos) return std::nullopt;
+    const bool was = g.slots[i].key.marked();
+    g.slots[i].key.set_marked(false);
+    return was;
+  }
+  // Clears the mark of every entry of `key_group` (a scan of its table).
+  void unmark_group(std::uint32_t key_group) {
+    Group& g = group_at(key_group);
+    for (std::uint32_t i = 0; i < g.capacity(); ++i)
+      if (!g.slots[i].key.empty()) g.slots[i].key.set_marked(false);
+  }
+  bool marked(std::string_view key, std::uint64_t hash) const {
+    const Group& g = groups_[group_index(hash)];
+    std::uint32_t i = find_index(g, detail::KeyProbe(key), hash);
+    return i != npos && g.slots[i].key.marked();
   }
 
   V* find(std::string_view key, std::uint64_t hash) {
@@ -431,6 +473,23 @@ private:
     }
   }
 
+  template <typename... Args>
+  std::pair<Slot*, bool> emplace_slot(std::string_view key, std::uint64_t hash, Args&&... args) {
+    Group& g = group_for(hash);
+    detail::KeyProbe probe(key);
+    if (std::uint32_t i = find_index(g, probe, hash); i != npos) return {&g.slots[i], false};
+    if constexpr (std::is_nothrow_constructible_v<V, Args...>) {
+      Slot& s = insert_slot(g, probe, hash);
+      ::new (static_cast<void*>(&s.value)) V(std::forward<Args>(args)...);
+      return {&s, true};
+    } else {
+      V made(std::forward<Args>(args)...); // may throw: nothing changed yet
+      Slot& s = insert_slot(g, probe, hash);
+      ::new (static_cast<void*>(&s.value)) V(std::move(made));
+      return {&s, true};
+    }
+  }
+
   // Makes room for a key known to be absent and stores hash and key; the caller constructs the
   // value. Everything that can throw happens before the table changes.
   Slot& insert_slot(Group& g, const detail::KeyProbe& probe, std::uint64_t hash) {
@@ -549,7 +608,9 @@ private:
       detail::StoredKey& k = g.slots[i].key;
       if (!k.is_long()) continue;
       std::string_view bytes = g.long_keys->get(k.long_offset(), k.long_size());
+      const bool marked = k.marked();
       k.set_long(k.long_size(), fresh->add(bytes));
+      k.set_marked(marked);
     }
     g.long_keys = std::move(fresh);
   }

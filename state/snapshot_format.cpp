@@ -204,6 +204,7 @@ std::string_view segment_kind_name(SegmentKind kind) {
   case SegmentKind::Subtask: return "subtask";
   case SegmentKind::SourcePosition: return "source_position";
   case SegmentKind::SinkPending: return "sink_pending";
+  case SegmentKind::KeyedDelta: return "keyed_delta";
   }
   return "unknown";
 }
@@ -211,6 +212,8 @@ std::string_view segment_kind_name(SegmentKind kind) {
 std::string describe_segment(const SegmentInfo& s) {
   if (s.kind == SegmentKind::Keyed)
     return "segment of node " + s.node + " key group " + std::to_string(s.key_group);
+  if (s.kind == SegmentKind::KeyedDelta)
+    return "delta segment of node " + s.node + " key group " + std::to_string(s.key_group);
   return std::string(segment_kind_name(s.kind)) + " segment of node " + s.node;
 }
 
@@ -231,6 +234,7 @@ struct SnapshotWriter::State {
   std::unordered_set<std::uint64_t> identities;
   std::string failure; // set once an I/O error happened: every later call repeats it
   bool finished = false;
+  bool has_deltas = false; // a keyed_delta segment was added: the file is version 2
 
   Failure failed(std::string what) {
     failure = path.string() + ": " + what;
@@ -295,7 +299,8 @@ Result<SnapshotWriter> SnapshotWriter::create(const std::filesystem::path& path,
   std::string& b = state->buffer;
   b.reserve(write_chunk + 64);
   b.append(snapshot_magic, sizeof snapshot_magic);
-  put_u32(b, snapshot_format_version);
+  // Version 1 unless a keyed_delta segment comes: finish() then rewrites it as 2.
+  put_u32(b, snapshot_format_version_without_deltas);
   put_u32(b, static_cast<std::uint32_t>(header_bytes.size()));
   b += header_bytes;
   put_u64(b, xxh64(header_bytes));
@@ -313,7 +318,7 @@ Result<void> SnapshotWriter::add_segment(std::string_view node, SegmentKind kind
     ++node_index;
   if (node_index == nodes.size())
     return fail(s.path.string() + ": node " + std::string(node) + " is not in the task's chain");
-  if (kind == SegmentKind::Keyed) {
+  if (is_keyed(kind)) {
     if (!s.header.key_groups.contains(key_group))
       return fail(s.path.string() + ": key group " + std::to_string(key_group) +
                   " is not owned by this subtask");
@@ -325,6 +330,11 @@ Result<void> SnapshotWriter::add_segment(std::string_view node, SegmentKind kind
   if (!s.identities.insert(segment_identity(node16, kind, key_group)).second)
     return fail(s.path.string() + ": a second " +
                 describe_segment(SegmentInfo{std::string(node), kind, key_group}));
+  const SegmentKind other = kind == SegmentKind::Keyed ? SegmentKind::KeyedDelta : SegmentKind::Keyed;
+  if (is_keyed(kind) && s.identities.count(segment_identity(node16, other, key_group)))
+    return fail(s.path.string() + ": both a keyed and a keyed_delta segment of node " + std::string(node) +
+                " key group " + std::to_string(key_group));
+  if (kind == SegmentKind::KeyedDelta) s.has_deltas = true;
 
   std::size_t start = s.buffer.size();
   if (auto r = s.compressor.compress(bytes, s.buffer); !r) return s.failed(r.error());
@@ -366,6 +376,12 @@ Result<SnapshotSummary> SnapshotWriter::finish() {
   s.buffer.append(snapshot_end_magic, sizeof snapshot_end_magic);
 
   if (int err = s.flush()) return s.failed_errno("cannot write", err);
+  if (s.has_deltas) {
+    std::string version;
+    put_u32(version, snapshot_format_version);
+    if (::pwrite(s.fd.get(), version.data(), version.size(), 8) != static_cast<ssize_t>(version.size()))
+      return s.failed_errno("cannot write", errno);
+  }
   if (::fsync(s.fd.get()) != 0) return s.failed_errno("cannot fsync", errno);
   if (int err = s.fd.close_checked()) return s.failed_errno("cannot close", err);
   if (::rename(s.temp_path.c_str(), s.path.c_str()) != 0)
@@ -466,9 +482,9 @@ Result<SnapshotReader> SnapshotReader::open(const std::filesystem::path& path) {
     return s.failed("truncated (" + std::to_string(s.size) + " bytes, a snapshot has at least " +
                     std::to_string(min_size) + ")");
   s.version = static_cast<std::uint32_t>(get_le(start.data() + 8, 4));
-  if (s.version != snapshot_format_version)
+  if (s.version < 1 || s.version > snapshot_format_version)
     return s.failed("unsupported snapshot format version " + std::to_string(s.version) +
-                    " (this streamctl reads version " + std::to_string(snapshot_format_version) +
+                    " (this streamctl reads versions 1 to " + std::to_string(snapshot_format_version) +
                     ")");
   auto header_length = static_cast<std::uint32_t>(get_le(start.data() + 12, 4));
   if (header_length > max_header_length)
@@ -553,11 +569,12 @@ Result<SnapshotReader> SnapshotReader::open(const std::filesystem::path& path) {
     std::string where = "corrupt index entry " + std::to_string(k) + ": ";
     if (node >= s.header.chain_nodes.size())
       return s.failed(where + "no node " + std::to_string(node));
-    if (kind_byte > static_cast<std::uint8_t>(SegmentKind::SinkPending) || reserved != 0)
+    const auto newest_kind = s.version >= 2 ? SegmentKind::KeyedDelta : SegmentKind::SinkPending;
+    if (kind_byte > static_cast<std::uint8_t>(newest_kind) || reserved != 0)
       return s.failed(where + "unknown kind " + std::to_string(kind_byte));
     seg.node = s.header.chain_nodes[node];
     seg.kind = static_cast<SegmentKind>(kind_byte);
-    if (seg.kind == SegmentKind::Keyed ? !s.header.key_groups.contains(seg.key_group)
+    if (is_keyed(seg.kind) ? !s.header.key_groups.contains(seg.key_group)
                                        : seg.key_group != no_key_group)
       return s.failed(where + "key group " + std::to_string(seg.key_group) + " does not fit a " +
                       std::string(segment_kind_name(seg.kind)) + " segment of this subtask");
@@ -569,6 +586,12 @@ Result<SnapshotReader> SnapshotReader::open(const std::filesystem::path& path) {
     if (!s.by_identity.emplace(segment_identity(node, seg.kind, seg.key_group), s.segments.size())
              .second)
       return s.failed(where + "a second " + describe_segment(seg));
+    if (is_keyed(seg.kind)) {
+      const SegmentKind other = seg.kind == SegmentKind::Keyed ? SegmentKind::KeyedDelta : SegmentKind::Keyed;
+      if (s.by_identity.count(segment_identity(node, other, seg.key_group)))
+        return s.failed(where + "both a keyed and a keyed_delta segment of node " + seg.node + " key group " +
+                        std::to_string(seg.key_group));
+    }
     expected_offset = seg.offset + seg.compressed_length;
     s.segments.push_back(std::move(seg));
   }

@@ -9,7 +9,8 @@
 //   file:
 //     +0   8 bytes  magic 53 43 53 4E 41 50 0D 0A ("SCSNAP\r\n": a text-mode transfer that
 //                   rewrites line ends, or a file that is not a snapshot, fails here)
-//     +8   u32      format version = 1
+//     +8   u32      format version: 1, or 2 when a keyed_delta segment is in the file (a file
+//                   with none is written as version 1, readable by every streamctl)
 //     +12  u32      H = byte length of the header
 //     +16  H bytes  header
 //     +16+H u64     XXH64 of the H header bytes
@@ -44,14 +45,27 @@
 //     D, the last ends at X):
 //       +0  u16     node: index into the header's node names
 //       +2  u8      kind: 0 keyed (one key group of the node's keyed state), 1 subtask (the
-//                   node's non-keyed state), 2 source_position, 3 sink_pending
+//                   node's non-keyed state), 2 source_position, 3 sink_pending, 4 keyed_delta
+//                   (version 2 only: what changed in one key group since an earlier file of
+//                   the same task, below)
 //       +3  u8      reserved, 0
-//       +4  u32     key group (keyed: within [first, end) of the header; otherwise FFFFFFFF)
+//       +4  u32     key group (keyed, keyed_delta: within [first, end) of the header;
+//                   otherwise FFFFFFFF)
 //       +8  u64     offset of the LZ4 frame in the file
 //       +16 u64     compressed length (bytes of the frame)
 //       +24 u64     raw length (bytes of the segment after decompression)
 //       +32 u64     XXH64 of the compressed bytes
 //     at most one segment per (node, kind, key group)
+//
+// A keyed_delta segment (incremental checkpoints, pipeline/runtime/incremental_snapshots.hpp)
+// holds the operator's changelog of one key group against the group as the task's earlier
+// files leave it: a restore reads the group's newest keyed segment in the task's chain of
+// files (the full one first, then the deltas, oldest first), or none (the group was empty),
+// and applies every keyed_delta of the group written after it, in file order
+// (Operator::load_key_group_with_deltas). A file holds a keyed or a keyed_delta segment for a
+// group, never both. The bytes are the operator's own, drawn beside its keyed segment (a
+// window: operators/window.cpp, "Key-group delta segment"); every operator's begins as its
+// keyed segment does, with a version byte and a kind letter.
 //
 // The index is at the end so that a writer streams segments without knowing them in
 // advance; a reader reads the magic, the header and the trailer, checks the index, and then
@@ -61,7 +75,9 @@
 // Versions: the reader checks magic and version and rejects what it does not know. A change
 // of layout bumps the version and keeps the reader of each older version beside the new one;
 // tests/data/snapshots/golden-v1.snap must keep reading as tests/unit/state/
-// snapshot_format_test.cpp expects.
+// snapshot_format_test.cpp expects. Version 2 is version 1 with kind 4 allowed; a version 1
+// reader refuses it by its version rather than by an unknown kind (tests/data/checkpoints/
+// delta-chain-v2 is its golden chain).
 //
 // Every failure is a Result naming the file: "PATH: truncated (...)", "PATH: bad magic ...",
 // "PATH: checksum mismatch in segment of node X key group 7". Thread-compatible: no global
@@ -81,7 +97,10 @@ namespace streamctl::state {
 
 inline constexpr char snapshot_magic[8] = {'S', 'C', 'S', 'N', 'A', 'P', '\r', '\n'};
 inline constexpr char snapshot_end_magic[8] = {'S', 'C', 'S', 'N', 'E', 'N', 'D', '\n'};
-inline constexpr std::uint32_t snapshot_format_version = 1;
+// The newest version this streamctl writes and reads; it reads every older one too.
+inline constexpr std::uint32_t snapshot_format_version = 2;
+// What a file without a keyed_delta segment is written as.
+inline constexpr std::uint32_t snapshot_format_version_without_deltas = 1;
 inline constexpr std::size_t snapshot_trailer_size = 32;
 inline constexpr std::size_t snapshot_index_entry_size = 40;
 // The key group of a segment that is not keyed.
@@ -92,9 +111,15 @@ enum class SegmentKind : std::uint8_t {
   Subtask = 1,        // Operator::snapshot_subtask_state
   SourcePosition = 2, // Source::snapshot_position
   SinkPending = 3,    // Sink::pre_commit
+  KeyedDelta = 4,     // Operator::snapshot_key_group_delta (format version 2)
 };
 
-// "keyed", "subtask", "source_position", "sink_pending".
+// Keyed and KeyedDelta: the kinds that belong to one key group.
+constexpr bool is_keyed(SegmentKind kind) {
+  return kind == SegmentKind::Keyed || kind == SegmentKind::KeyedDelta;
+}
+
+// "keyed", "subtask", "source_position", "sink_pending", "keyed_delta".
 std::string_view segment_kind_name(SegmentKind kind);
 
 struct SnapshotHeader {

@@ -86,14 +86,25 @@ Result<void> CheckpointRestore::verify() {
   return {};
 }
 
-std::pair<const state::SnapshotReader*, const state::SegmentInfo*>
-CheckpointRestore::newest_keyed(std::size_t task, const std::string& node, std::uint32_t key_group) const {
-  if (const state::SegmentInfo* s = readers_[task].find(node, state::SegmentKind::Keyed, key_group))
-    return {&readers_[task], s};
+CheckpointRestore::KeyedSegment CheckpointRestore::newest_keyed(std::size_t task, const std::string& node,
+                                                                std::uint32_t key_group) const {
+  KeyedSegment out{key_group, nullptr, nullptr, {}};
+  // Newest first: deltas until the first keyed segment.
+  auto visit = [&](const state::SnapshotReader& reader) {
+    if (const state::SegmentInfo* s = reader.find(node, state::SegmentKind::Keyed, key_group)) {
+      out.reader = &reader;
+      out.segment = s;
+      return true;
+    }
+    if (const state::SegmentInfo* s = reader.find(node, state::SegmentKind::KeyedDelta, key_group))
+      out.deltas.push_back({&reader, s});
+    return false;
+  };
+  bool found = visit(readers_[task]);
   const auto& chain = earlier_[task];
-  for (auto reader = chain.rbegin(); reader != chain.rend(); ++reader)
-    if (const state::SegmentInfo* s = reader->find(node, state::SegmentKind::Keyed, key_group)) return {&*reader, s};
-  return {nullptr, nullptr};
+  for (auto reader = chain.rbegin(); !found && reader != chain.rend(); ++reader) found = visit(*reader);
+  std::reverse(out.deltas.begin(), out.deltas.end());
+  return out;
 }
 
 bool CheckpointRestore::has_node(const std::string& node) const {
@@ -107,7 +118,10 @@ Result<std::optional<std::string>> CheckpointRestore::keyed(const std::string& n
     const state::SnapshotHeader& h = readers_[task].header();
     if (!h.key_groups.contains(key_group)) continue;
     if (std::find(h.chain_nodes.begin(), h.chain_nodes.end(), node) == h.chain_nodes.end()) continue;
-    auto [reader, segment] = newest_keyed(task, node, key_group);
+    auto [group, reader, segment, deltas] = newest_keyed(task, node, key_group);
+    if (!deltas.empty())
+      return fail(readers_[task].path().string() + ": key group " + std::to_string(key_group) + " of node " +
+                  node + " is a delta on earlier files: only its operator can read it");
     // An empty segment: the group was emptied after an earlier file held it.
     if (!segment || segment->raw_length == 0) return std::optional<std::string>{};
     auto bytes = reader->read_segment_concurrently(*segment);
@@ -140,8 +154,9 @@ std::vector<CheckpointRestore::KeyedSegment> CheckpointRestore::keyed_segments(c
       const state::SnapshotHeader& h = readers_[task].header();
       if (!h.key_groups.contains(group)) continue;
       if (std::find(h.chain_nodes.begin(), h.chain_nodes.end(), node) == h.chain_nodes.end()) continue;
-      auto [reader, segment] = newest_keyed(task, node, group);
-      if (segment && segment->raw_length > 0) out.push_back({group, reader, segment});
+      KeyedSegment where = newest_keyed(task, node, group);
+      if (where.segment && where.segment->raw_length == 0) where.segment = nullptr, where.reader = nullptr;
+      if (where.segment || !where.deltas.empty()) out.push_back(std::move(where));
       break;
     }
   return out;
@@ -164,18 +179,38 @@ std::string in_group(std::uint32_t group, const std::string& why) {
 // Reads and decodes one group; safe on any thread (the reader and the load are).
 void load_group(const CheckpointRestore::KeyedSegment& where, const operators::Operator& op, GroupSlot& slot) {
   try {
-    auto bytes = where.reader->read_segment_concurrently(*where.segment);
-    if (!bytes) {
-      slot.error = bytes.error();
-      return;
+    std::string full;
+    if (where.segment) {
+      auto bytes = where.reader->read_segment_concurrently(*where.segment);
+      if (!bytes) {
+        slot.error = bytes.error();
+        return;
+      }
+      full = std::move(*bytes);
     }
-    auto load = op.load_key_group(where.key_group, *bytes);
+    Result<std::unique_ptr<operators::Operator::KeyGroupLoad>> load = std::unique_ptr<operators::Operator::KeyGroupLoad>{};
+    if (where.deltas.empty()) {
+      load = op.load_key_group(where.key_group, full);
+    } else {
+      std::vector<std::string> deltas;
+      for (const auto& d : where.deltas) {
+        auto delta = d.reader->read_segment_concurrently(*d.segment);
+        if (!delta) {
+          slot.error = delta.error();
+          return;
+        }
+        deltas.push_back(std::move(*delta));
+      }
+      load = op.load_key_group_with_deltas(where.key_group, full,
+                                           std::vector<std::string_view>(deltas.begin(), deltas.end()));
+      if (load && !*load) load = fail("the operator loaded no group from its deltas");
+    }
     if (!load) {
       slot.error = in_group(where.key_group, load.error());
       return;
     }
     slot.load = std::move(*load);
-    if (!slot.load) slot.bytes = std::move(*bytes);
+    if (!slot.load) slot.bytes = std::move(full);
   } catch (const std::exception& e) {
     slot.error = in_group(where.key_group, e.what());
   }

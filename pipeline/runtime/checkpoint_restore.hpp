@@ -11,7 +11,9 @@
 //
 // An incremental checkpoint (checkpoint_metadata.hpp, version 3) is read as one snapshot per
 // task: a key group's newest keyed segment in the task's files decides, an empty one meaning
-// the group holds nothing; subtask, source and sink segments come from the task's own file.
+// the group holds nothing, and every keyed_delta segment of the group in a later file of the
+// chain is applied to it, oldest first (Operator::load_key_group_with_deltas); subtask,
+// source and sink segments come from the task's own file.
 //
 // Not thread-safe: one per task thread.
 
@@ -43,6 +45,7 @@ public:
   Result<void> verify();
 
   // The keyed segment of `node` for `key_group`, or nullopt when no old subtask wrote one.
+  // Fails when deltas follow it (the group is what an operator makes of them: keyed_segments).
   Result<std::optional<std::string>> keyed(const std::string& node, std::uint32_t key_group);
   // The `kind` segment of every old subtask of `node`, indexed by old subtask (an empty
   // string where one wrote none); empty when the node is not in the snapshot.
@@ -51,18 +54,21 @@ public:
   // Where the keyed segment of a node for one key group is (keyed_segments).
   struct KeyedSegment {
     std::uint32_t key_group;
-    const state::SnapshotReader* reader;
-    const state::SegmentInfo* segment;
+    const state::SnapshotReader* reader;   // null when the chain holds no keyed segment for it
+    const state::SegmentInfo* segment;     // (the group was empty before the deltas)
+    struct Delta {
+      const state::SnapshotReader* reader;
+      const state::SegmentInfo* segment;
+    };
+    std::vector<Delta> deltas; // the keyed_delta segments after it, oldest first
   };
-  // The keyed segments of `node` for the groups of `range` that have one, in group order.
+  // The keyed segments of `node` for the groups of `range` that hold anything, in group order.
   std::vector<KeyedSegment> keyed_segments(const std::string& node, state::KeyGroupRange range) const;
 
 private:
   // The newest keyed segment of `node` for `key_group` in task `task`'s files (its own file,
-  // then its `previous` files newest first), or nulls.
-  std::pair<const state::SnapshotReader*, const state::SegmentInfo*> newest_keyed(std::size_t task,
-                                                                                const std::string& node,
-                                                                                std::uint32_t key_group) const;
+  // then its `previous` files newest first), or nulls, and the keyed_delta segments after it.
+  KeyedSegment newest_keyed(std::size_t task, const std::string& node, std::uint32_t key_group) const;
 
   std::filesystem::path dir_;
   CheckpointMetadata metadata_;

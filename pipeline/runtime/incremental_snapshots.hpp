@@ -13,6 +13,16 @@
 // person may delete it), nor a file sent to the coordinator ([checkpoint] storage =
 // "coordinator": full snapshots only, for now).
 //
+// Finer than a key group: of an operator that tracks its entries (Operator::
+// take_changed_entries: the keyed window), a changed group is written as a keyed_delta segment
+// (state/snapshot_format.hpp): the entries changed since the base as they are now, and the
+// keys erased, which a restore applies to the group's newest keyed segment in the chain. Like
+// the changed groups, the changed keys since the base are the union of those taken at every
+// snapshot after it, so a failed checkpoint loses none. A group is written whole when any
+// snapshot since the base took it without its entries (a restore, or too many changes), and
+// when so many of its entries changed that writing it whole is cheaper (the operator decides:
+// ChangedEntries::delta_pays).
+//
 // A full checkpoint is written again when the chain of files would reach `full_every`, or
 // when the deltas since the last full one hold more bytes than it: a restore then reads at
 // most about twice the state.
@@ -52,6 +62,9 @@ public:
     // Per operator of the chain (TaskChain's order): the key groups to write, sorted; nullopt:
     // every group (a full snapshot, or an operator that does not track changes).
     std::vector<std::optional<std::vector<std::uint32_t>>> groups;
+    // Per operator, of its groups above: those to write as deltas, each with the keys changed
+    // since the base (each once; Operator::snapshot_key_group_delta).
+    std::vector<std::map<std::uint32_t, std::vector<std::string>>> deltas;
     bool incremental() const { return !previous.empty(); }
   };
 
@@ -67,6 +80,8 @@ public:
 private:
   struct Taken {
     std::vector<std::optional<std::vector<std::uint32_t>>> changed; // per operator; nullopt: untracked
+    // Per operator, the groups of `changed` taken with their entries (nullopt: no entries).
+    std::vector<std::optional<std::map<std::uint32_t, std::vector<std::string>>>> entries;
     std::vector<CheckpointTaskFile::PreviousFile> previous;
     bool may_be_base = false;
     std::optional<std::uint64_t> bytes;

@@ -214,7 +214,17 @@ std::vector<SnapshotSegment> TaskChain::snapshot_operators(const IncrementalSnap
     const operators::Operator& op = *operators_[k];
     if (!op.has_state()) continue;
     const bool incremental = plan && plan->incremental();
+    const std::map<std::uint32_t, std::vector<std::string>>* deltas =
+        incremental && k < plan->deltas.size() ? &plan->deltas[k] : nullptr;
     auto write_group = [&](std::uint32_t group) {
+      if (deltas)
+        if (auto d = deltas->find(group); d != deltas->end()) {
+          SnapshotSegment s{name_of(offset + k), state::SegmentKind::KeyedDelta, group, {}};
+          if (op.snapshot_key_group_delta(group, d->second, s.bytes)) {
+            segments.push_back(std::move(s));
+            return;
+          }
+        }
       SnapshotSegment s{name_of(offset + k), state::SegmentKind::Keyed, group, {}};
       op.snapshot_key_group(group, s.bytes);
       if (incremental || !s.bytes.empty()) segments.push_back(std::move(s));

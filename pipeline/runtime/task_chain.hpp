@@ -99,6 +99,8 @@ public:
   // snapshot_self_contained_position), which needs no file outside the snapshot.
   // `plan` (incremental checkpoints): which key groups to write; a group written in an
   // incremental snapshot gets a segment even when empty (it replaces an older file's).
+  // Of those, the plan's deltas are written as keyed_delta segments unless the operator finds
+  // the whole group smaller.
   std::vector<SnapshotSegment> snapshot(std::uint64_t checkpoint_id, bool savepoint = false,
                                         const IncrementalSnapshots::Plan* plan = nullptr);
   // snapshot() in two parts, for a snapshot whose operator state is serialised elsewhere

@@ -58,9 +58,10 @@ rate; compare the CPU figures. Of the runs with checkpoints, from their -vv logs
   The job's final checkpoint (input ended, windows fired, no window state) is left out.
 
 Checkpoints are full snapshots unless --incremental sets [checkpoint] incremental = true;
-that writes only the key groups that changed, and keys drawn uniformly change every group
-within a second, so until checkpoints track changes finer than a key group the size and
-duration follow the size of the state, not P, either way.
+that writes only the key groups that changed, and of those (keys drawn uniformly change every
+group within a second) only the windows that changed, as keyed_delta segments: the size and
+duration then follow P, not the size of the state (a full checkpoint still comes every
+full_every = 10 checkpoints, and the first after the restore is full).
 
 Figures depend on the machine and its load; run it twice and compare.
 """
@@ -78,7 +79,7 @@ def main():
     ap.add_argument("--streamctl", default=os.environ.get("STREAMCTL", os.path.join(os.path.dirname(__file__), "../../build/cli/streamctl")))
     ap.add_argument("--skip-rescale", action="store_true")
     ap.add_argument("--incremental", action="store_true",
-                    help="[checkpoint] incremental = true: checkpoints write only the key groups that changed")
+                    help="[checkpoint] incremental = true: checkpoints write only the entries that changed")
     ap.add_argument("--snapshot", choices=["copy", "fork"], default="copy",
                     help='[checkpoint] snapshot: "fork" has a child process serialise and write the state')
     args = ap.parse_args()

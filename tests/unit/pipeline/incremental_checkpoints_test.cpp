@@ -278,3 +278,90 @@ TEST_CASE("with incremental off every snapshot is full", "[incremental]") {
     snapshots.completed(id);
   }
 }
+
+namespace {
+
+// An operator whose changed groups and entries a test sets (entries: group -> keys).
+class EntryTrackedOperator : public operators::Operator {
+public:
+  void process(const state::Batch&, state::Batch&) override {}
+  bool take_changed_key_groups(std::vector<std::uint32_t>& out) override {
+    for (const auto& [g, keys] : entries) out.push_back(g);
+    out.insert(out.end(), whole.begin(), whole.end());
+    return true;
+  }
+  bool take_changed_entries(std::vector<state::GroupEntries>& out) override {
+    for (auto& [g, keys] : entries) out.push_back({g, keys});
+    entries.clear();
+    whole.clear();
+    return true;
+  }
+  std::map<std::uint32_t, std::vector<std::string>> entries;
+  std::vector<std::uint32_t> whole; // changed, entries not known
+};
+
+using Deltas = std::map<std::uint32_t, std::vector<std::string>>;
+
+} // namespace
+
+TEST_CASE("a task plans deltas of the entries changed since its base, failed checkpoints included",
+          "[incremental][delta]") {
+  runtime::IncrementalSnapshots snapshots({.enabled = true, .full_every = 10}, "chain-0-subtask-0.snap");
+  EntryTrackedOperator op;
+  std::vector<operators::Operator*> ops{&op};
+  const fs::path root = "/ck/job";
+
+  op.entries = {{1, {"a"}}};
+  CHECK_FALSE(snapshots.plan(1, root / "chk-1", false, ops).incremental());
+  snapshots.written(1, 1000);
+  snapshots.completed(1);
+
+  // Checkpoint 2 takes b and c in group 1 and d in group 2, then fails.
+  op.entries = {{1, {"c", "b"}}, {2, {"d"}}};
+  auto p2 = snapshots.plan(2, root / "chk-2", false, ops);
+  REQUIRE(p2.incremental());
+  // One take's keys as the operator gave them (each once already): not sorted again.
+  CHECK(p2.deltas[0] == Deltas{{1, {"c", "b"}}, {2, {"d"}}});
+  snapshots.written(2, 10);
+
+  // Checkpoint 3 writes what 2 took as well, each key once; group 3 changed without its
+  // entries (a restore, or too many): written whole.
+  op.entries = {{1, {"b", "e"}}};
+  op.whole = {3};
+  auto p3 = snapshots.plan(3, root / "chk-3", false, ops);
+  REQUIRE(p3.incremental());
+  CHECK(p3.groups[0] == std::optional<std::vector<std::uint32_t>>({1, 2, 3}));
+  CHECK(p3.deltas[0] == Deltas{{1, {"b", "c", "e"}}, {2, {"d"}}});
+  snapshots.written(3, 12);
+  snapshots.completed(3);
+
+  // After 3 completes, only what changed since it.
+  op.entries = {{2, {"f"}}};
+  auto p4 = snapshots.plan(4, root / "chk-4", false, ops);
+  REQUIRE(p4.incremental());
+  CHECK(p4.previous.size() == 2);
+  CHECK(p4.deltas[0] == Deltas{{2, {"f"}}});
+  snapshots.written(4, 12);
+  snapshots.completed(4);
+
+  // Group 2 taken whole at 5, which fails; with entries at 6: still whole, since the base
+  // is 4 and 5's changes of it are known only as a whole.
+  op.whole = {2};
+  auto p5 = snapshots.plan(5, root / "chk-5", false, ops);
+  REQUIRE(p5.incremental());
+  CHECK(p5.deltas[0].empty());
+  snapshots.written(5, 12);
+  op.entries = {{2, {"g"}}};
+  auto p6 = snapshots.plan(6, root / "chk-6", false, ops);
+  CHECK(p6.deltas[0].empty()); // 5, not completed, took group 2 whole: whole until a base follows
+  CHECK(p6.groups[0] == std::optional<std::vector<std::uint32_t>>(std::vector<std::uint32_t>{2}));
+}
+
+TEST_CASE("with incremental off no entries are taken", "[incremental][delta]") {
+  runtime::IncrementalSnapshots snapshots({.enabled = false, .full_every = 10}, "chain-0-subtask-0.snap");
+  EntryTrackedOperator op;
+  std::vector<operators::Operator*> ops{&op};
+  op.entries = {{1, {"a"}}};
+  snapshots.plan(1, "/ck/chk-1", false, ops);
+  CHECK(op.entries.size() == 1); // not taken: the operator does not start tracking
+}

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -407,4 +408,52 @@ TEST_CASE("KeyedMap adopts a key group built apart, as a parallel restore does",
     if (range.contains(key_group_of(k.hash, max_p))) CHECK(map.erase(k.bytes, k.hash));
   CHECK(map.empty());
   CHECK(Tracked::live == before);
+}
+
+// Change marks (incremental checkpoints): a bit in the slot that moves with the entry through
+// growth, backward-shift erases and long-key compaction, and that no lookup sees.
+TEST_CASE("KeyedMap keeps change marks through moves and ignores them in lookups", "[state][keyed_map]") {
+  KeyedMap<std::int64_t> map(key_group_range(0, 1, max_p), max_p);
+  std::vector<std::string> keys;
+  for (int k = 0; k < 20000; ++k)
+    keys.push_back(k % 2 ? "short" + std::to_string(k) : "a long key of more than fifteen bytes " + std::to_string(k));
+  std::set<std::string> marked;
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    bool newly = false;
+    if (k % 3 == 0) {
+      auto [value, inserted] = map.try_emplace_marked(keys[k], hash_key_bytes(keys[k]), newly);
+      CHECK(inserted);
+      CHECK(newly);
+      *value = static_cast<std::int64_t>(k);
+      marked.insert(keys[k]);
+    } else {
+      map.get_or_insert(keys[k], hash_key_bytes(keys[k])) = static_cast<std::int64_t>(k);
+    }
+  }
+  // Erase a third (shifts and, for the long keys, compaction), then check every survivor.
+  for (std::size_t k = 1; k < keys.size(); k += 3) map.erase(keys[k], hash_key_bytes(keys[k]));
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    const std::int64_t* v = map.find(keys[k], hash_key_bytes(keys[k]));
+    if (k % 3 == 1) {
+      CHECK(v == nullptr);
+      continue;
+    }
+    REQUIRE(v != nullptr);
+    CHECK(*v == static_cast<std::int64_t>(k));
+    CHECK(map.marked(keys[k], hash_key_bytes(keys[k])) == (marked.count(keys[k]) == 1));
+  }
+  std::size_t visited = 0;
+  map.for_each([&](std::string_view key, std::int64_t) {
+    ++visited;
+    CHECK(std::find(keys.begin(), keys.end(), std::string(key)) != keys.end()); // the bytes, no mark
+  });
+  CHECK(visited == map.size());
+  bool newly = true;
+  map.try_emplace_marked(keys[0], hash_key_bytes(keys[0]), newly);
+  CHECK_FALSE(newly); // marked already
+  CHECK(map.unmark(keys[0], hash_key_bytes(keys[0])) == std::optional<bool>(true));
+  CHECK(map.unmark(keys[0], hash_key_bytes(keys[0])) == std::optional<bool>(false));
+  CHECK(map.unmark(keys[1], hash_key_bytes(keys[1])) == std::nullopt);
+  for (std::uint32_t g = 0; g < max_p; ++g) map.unmark_group(g);
+  for (const std::string& k : keys) CHECK_FALSE(map.marked(k, hash_key_bytes(k)));
 }

@@ -319,14 +319,14 @@ TEST_CASE("snapshot: clear messages for missing, foreign and newer files", "[sna
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().find("bad magic") != std::string::npos);
   // A version from the future.
-  bytes[8] = 2;
+  bytes[8] = 3;
   fs::path newer = dir / "newer.snap";
   write_file(newer, bytes);
   r = SnapshotReader::open(newer);
   REQUIRE_FALSE(r.ok());
   CHECK(r.error() ==
         newer.string() +
-            ": unsupported snapshot format version 2 (this streamctl reads version 1)");
+            ": unsupported snapshot format version 3 (this streamctl reads versions 1 to 2)");
 }
 
 TEST_CASE("snapshot: the writer refuses misuse and leaves nothing behind", "[snapshot]") {
@@ -562,4 +562,74 @@ TEST_CASE("snapshot: write the golden file (run by hand, once per format version
   fs::path path = golden_path();
   fs::create_directories(path.parent_path());
   write_snapshot(path, golden_header(), golden_segments());
+}
+
+// ---------------------------------------------------------------------------------------
+// keyed_delta segments (format version 2): a file with one is version 2, a file without stays
+// version 1; a group has a keyed or a keyed_delta segment, never both; every truncation and
+// damage of a file with deltas is refused cleanly.
+
+TEST_CASE("snapshot: a keyed_delta segment makes the file version 2, none leaves it version 1",
+          "[snapshot][delta]") {
+  TempDir dir;
+  write_snapshot(dir / "full.snap", test_header(), test_segments());
+  auto full = SnapshotReader::open(dir / "full.snap");
+  REQUIRE(full.ok());
+  CHECK(full->format_version() == 1);
+
+  auto segs = test_segments();
+  segs.push_back({"count", SegmentKind::KeyedDelta, 6, "delta of 6"});
+  write_snapshot(dir / "delta.snap", test_header(), segs);
+  auto delta = SnapshotReader::open(dir / "delta.snap");
+  REQUIRE(delta.ok());
+  CHECK(delta->format_version() == 2);
+  const SegmentInfo* d = delta->find("count", SegmentKind::KeyedDelta, 6);
+  REQUIRE(d != nullptr);
+  CHECK(describe_segment(*d) == "delta segment of node count key group 6");
+  CHECK(segment_kind_name(d->kind) == "keyed_delta");
+  CHECK(*delta->read_segment(*d) == "delta of 6");
+  CHECK(delta->find("count", SegmentKind::Keyed, 6) == nullptr);
+  CHECK(delta->verify().ok());
+
+  // Version 1 with kind 4 in its index: refused as an unknown kind.
+  std::string bytes = read_file(dir / "delta.snap");
+  bytes[8] = 1;
+  { std::ofstream(dir / "v1-with-delta.snap", std::ios::binary) << bytes; }
+  CHECK_THAT(refused(dir / "v1-with-delta.snap"), Catch::Contains("unknown kind 4"));
+}
+
+TEST_CASE("snapshot: a group with both a keyed and a keyed_delta segment is refused", "[snapshot][delta]") {
+  TempDir dir;
+  auto w = SnapshotWriter::create(dir / "both.snap", test_header());
+  REQUIRE(w.ok());
+  REQUIRE(w->add_segment("count", SegmentKind::Keyed, 4, "whole").ok());
+  auto second = w->add_segment("count", SegmentKind::KeyedDelta, 4, "delta");
+  REQUIRE_FALSE(second.ok());
+  CHECK_THAT(second.error(), Catch::Contains("both a keyed and a keyed_delta segment"));
+  // A delta outside the subtask's key groups, or without one.
+  CHECK_FALSE(w->add_segment("count", SegmentKind::KeyedDelta, 0, "x").ok());
+  CHECK_FALSE(w->add_segment("count", SegmentKind::KeyedDelta, no_key_group, "x").ok());
+}
+
+TEST_CASE("snapshot: every truncation and flipped byte of a file with deltas is refused cleanly",
+          "[snapshot][delta]") {
+  TempDir dir;
+  std::vector<Seg> segs = {{"count", SegmentKind::Keyed, 4, state_bytes(3000, 4)},
+                           {"count", SegmentKind::KeyedDelta, 5, state_bytes(500, 5)},
+                           {"count", SegmentKind::KeyedDelta, 7, ""},
+                           {"count", SegmentKind::Subtask, no_key_group, "w"}};
+  write_snapshot(dir / "d.snap", test_header(), segs);
+  const std::string good = read_file(dir / "d.snap");
+  for (std::size_t n = 0; n < good.size(); n += (n < 128 || good.size() - n < 128) ? 1 : 37) {
+    { std::ofstream(dir / "t.snap", std::ios::binary | std::ios::trunc) << good.substr(0, n); }
+    INFO("truncated to " << n);
+    CHECK_THAT(refused(dir / "t.snap"), !Catch::Equals("(accepted)") && !Catch::StartsWith("(does not name"));
+  }
+  for (std::size_t at = 0; at < good.size(); at += (at < 256 || good.size() - at < 256) ? 1 : 13) {
+    std::string bad = good;
+    bad[at] = static_cast<char>(bad[at] ^ 0x5A);
+    { std::ofstream(dir / "f.snap", std::ios::binary | std::ios::trunc) << bad; }
+    INFO("byte " << at << " flipped");
+    CHECK_THAT(refused(dir / "f.snap"), !Catch::Equals("(accepted)") && !Catch::StartsWith("(does not name"));
+  }
 }
