@@ -5,6 +5,7 @@
 # of a run without failures (exactly once), and some retained checkpoint must really hold
 # deltas that `snapshot verify` reads and `snapshot inspect` shows.
 source "$(dirname "$0")/lib/common.bash"
+source "$(dirname "$0")/lib/exactly_once.bash"
 
 # Nanoseconds mod 10^9 + 1: never a leading zero, which bash would read as octal.
 SEED=${DELTAS_SEED:-$(($(date +%s%N) % 1000000000 + 1))}
@@ -66,9 +67,7 @@ TOML
 }
 
 pipeline reference "$WORK/expected" >"$WORK/reference.toml"
-run_expect 0 "$STREAMCTL" run "$WORK/reference.toml" --set sources.gen.rate=0 --set checkpoint.interval=0
-cat "$WORK/expected"/part-* | canonical >"$WORK/expected.txt"
-[[ $(wc -l <"$WORK/expected.txt") -gt 60000 ]] || fail "the reference run wrote too little"
+run_reference "$WORK/reference.toml" "$WORK/expected" 60000
 
 # The keyed_delta segments of job NAME's checkpoint files so far (snapshot inspect --json).
 count_deltas() {
@@ -101,21 +100,14 @@ assert_eq 0 "$code" "exit code of a job that survived its failures ($(tail -3 "$
 [[ $restarts -ge 2 ]] || fail "only $restarts restart(s): the kills did not land"
 from_start=$(grep -c "restarting the job .* from the beginning" "$WORK/chaos.log" || true)
 echo "$from_start restart(s) from the beginning (a kill before the first checkpoint), $((restarts - from_start)) from a checkpoint"
-cat "$WORK/got"/part-* | canonical >"$WORK/got.txt"
-if ! cmp -s "$WORK/expected.txt" "$WORK/got.txt"; then
-  diff "$WORK/expected.txt" "$WORK/got.txt" | head -20 >&2
-  fail "the output after failures differs from the output without them"
-fi
+assert_same_output "$WORK/got" "the output after failures differs from the output without them"
 assert_no_processes_left
 
 # Deltas were written, and what is left of the checkpoints verifies, earlier files and all.
 d=$(count_deltas chaos)
 ((d > deltas)) && deltas=$d
 ((deltas > 0)) || fail "no checkpoint file held a keyed_delta segment"
-for chk in "$WORK/ck/chaos"/chk-*; do
-  [[ -f $chk/_metadata ]] || continue
-  run_expect 0 "$STREAMCTL" snapshot verify "$chk"
-done
+verify_checkpoints "$WORK/ck/chaos"
 for f in "$WORK/ck/chaos"/chk-*/chain-*.snap; do
   if "$STREAMCTL" snapshot inspect "$f" 2>/dev/null | grep -q "^deltas:"; then
     run_expect 0 "$STREAMCTL" snapshot inspect "$f"

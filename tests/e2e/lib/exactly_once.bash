@@ -1,7 +1,7 @@
 # Shared by the exactly-once tests under failure (checkpoint_kill, checkpoint_fork,
-# checkpoint_incremental, ...): a reference run without failures, outputs compared with it as
-# multisets of records, workers killed at random, and what is left of the checkpoints verified.
-# Source after lib/common.bash.
+# checkpoint_incremental, checkpoint_entry_deltas): a reference run without failures, outputs
+# compared with it as multisets of records, workers killed at random, and what is left of the
+# checkpoints verified. Source after lib/common.bash.
 
 # run_reference TOML OUT_DIR MIN_LINES: runs the job once as fast as it goes and without
 # checkpoints, and keeps its output, canonical, in $WORK/expected.txt (more than MIN_LINES).
