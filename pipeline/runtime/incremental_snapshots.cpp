@@ -15,7 +15,7 @@ constexpr std::size_t kMaxUncompleted = 64;
 IncrementalSettings incremental_settings_of(const pipeline::PipelineSpec& spec) {
   IncrementalSettings s;
   auto table = spec.root["checkpoint"];
-  s.enabled = table["incremental"].value_or(false);
+  s.enabled = table["incremental"].value_or(true);
   s.full_every = static_cast<int>(std::clamp<std::int64_t>(table["full_every"].value_or(std::int64_t{10}), 1, 1000));
   return s;
 }

@@ -113,7 +113,7 @@ def pipeline(work, name, keys, records, key=None, rate=0):
 dir = "{work}/ck"
 retain = 1
 timeout = "10m"
-{"incremental = true" if INCREMENTAL else ""}
+incremental = {"true" if INCREMENTAL else "false"}
 snapshot = "{SNAPSHOT}"
 [sources.g]
 type = "generator"

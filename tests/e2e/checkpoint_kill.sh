@@ -10,12 +10,14 @@ source "$(dirname "$0")/lib/exactly_once.bash"
 # count_per_key: keyed tumbling event-time windows (state across checkpoints); running: a
 # keyed reduce whose every update is a record (any loss or repeat shows; only a count, as
 # which record comes first differs from run to run); both into one sink
-# of two subtasks, so the keyed exchange and two-input alignment are exercised.
+# of two subtasks, so the keyed exchange and two-input alignment are exercised. Every
+# checkpoint is full here (incremental ones, the default, have checkpoint_incremental.sh).
 pipeline() { # NAME OUT
   cat <<TOML
 name = "$1"
 parallelism = 2
 [checkpoint]
+incremental = false
 interval = "150ms"
 dir = "$WORK/ck"
 [restart]
