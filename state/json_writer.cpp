@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "state/json_scan.hpp"
@@ -37,6 +38,21 @@ void append_int(std::int64_t v, std::string& out) {
   char buf[24];
   auto r = std::to_chars(buf, buf + sizeof buf, v);
   out.append(buf, r.ptr);
+}
+
+// append_float's text at `p` (room for 28 bytes); returns its end.
+char* write_float(double f, char* p) {
+  if (!std::isfinite(f)) {
+    std::memcpy(p, "null", 4);
+    return p + 4;
+  }
+  char* end = std::to_chars(p, p + 26, f).ptr;
+  // Keep the float a float when read back: "2" -> "2.0" ("1e+20" already reads as a float).
+  if (std::find_if(p, end, [](char c) { return c == '.' || c == 'e'; }) == end) {
+    std::memcpy(end, ".0", 2);
+    end += 2;
+  }
+  return end;
 }
 
 void append_float(double f, std::string& out) {
@@ -181,18 +197,85 @@ void append_json(const Record& r, const FieldNames& names, std::string& out) {
   out += '}';
 }
 
+const std::string& JsonRecordWriter::key_text(FieldId id) {
+  if (id >= keys_.size()) keys_.resize(static_cast<std::size_t>(id) + 1);
+  std::string& key = keys_[id];
+  if (key.empty()) {
+    append_json_string(names_.name(id), key);
+    key += ':';
+  }
+  return key;
+}
+
+// The most bytes the value's text takes when it is a scalar with nothing to escape; 0 when it
+// is not (an array, a map, or a string with a byte to escape or check): the record then takes
+// the general path.
+std::size_t JsonRecordWriter::plain_bound(const Value& v) {
+  switch (v.kind) {
+  case Kind::Null:
+  case Kind::Bool: return 5;
+  case Kind::Int: return 20;             // "-9223372036854775808"
+  case Kind::Float: return 24 + 2 + 2;   // the shortest double text, ".0", slack
+  case Kind::String: {
+    std::string_view s = v.str();
+    return find_json_special(s.data(), s.data() + s.size()) == s.data() + s.size() ? s.size() + 2 : 0;
+  }
+  default: return 0;
+  }
+}
+
 void JsonRecordWriter::append(const Record& r, std::string& out) {
+  // Most records are flat, with strings that need no escapes: their text is written through a
+  // pointer into scratch space and appended at once, rather than by a dozen small appends,
+  // each checking the string's capacity (a third of the CPU of writing, measured on Nexmark's
+  // bids). The text is the same as append_json's.
+  std::size_t bound = 2;
+  for (std::uint32_t k = 0; k < r.size; ++k) {
+    std::size_t value = plain_bound(r.fields[k].value);
+    if (value == 0) return append_general(r, out);
+    bound += key_text(r.fields[k].name).size() + 1 + value;
+  }
+  if (scratch_.size() < bound) scratch_.resize(std::max(bound, 2 * scratch_.size()));
+  char* p = scratch_.data();
+  *p++ = '{';
+  for (std::uint32_t k = 0; k < r.size; ++k) {
+    if (k != 0) *p++ = ',';
+    const std::string& key = keys_[r.fields[k].name];
+    std::memcpy(p, key.data(), key.size());
+    p += key.size();
+    const Value& v = r.fields[k].value;
+    switch (v.kind) {
+    case Kind::Null: std::memcpy(p, "null", 4); p += 4; break;
+    case Kind::Bool:
+      if (v.b) {
+        std::memcpy(p, "true", 4);
+        p += 4;
+      } else {
+        std::memcpy(p, "false", 5);
+        p += 5;
+      }
+      break;
+    case Kind::Int: p = std::to_chars(p, p + 20, v.i).ptr; break;
+    case Kind::Float: p = write_float(v.f, p); break;
+    default: { // a string with nothing to escape (plain_bound)
+      std::string_view s = v.str();
+      *p++ = '"';
+      std::memcpy(p, s.data(), s.size());
+      p += s.size();
+      *p++ = '"';
+      break;
+    }
+    }
+  }
+  *p++ = '}';
+  out.append(scratch_.data(), p);
+}
+
+void JsonRecordWriter::append_general(const Record& r, std::string& out) {
   out += '{';
   for (std::uint32_t k = 0; k < r.size; ++k) {
-    FieldId id = r.fields[k].name;
-    if (id >= keys_.size()) keys_.resize(static_cast<std::size_t>(id) + 1);
-    std::string& key = keys_[id];
-    if (key.empty()) {
-      append_json_string(names_.name(id), key);
-      key += ':';
-    }
     if (k != 0) out += ',';
-    out += key;
+    out += key_text(r.fields[k].name);
     append_json_value(r.fields[k].value, names_, out);
   }
   out += '}';

@@ -39,8 +39,13 @@ public:
   void append(const Record& r, std::string& out);
 
 private:
+  const std::string& key_text(FieldId id); // `"name":`, made on first use
+  static std::size_t plain_bound(const Value& v);
+  void append_general(const Record& r, std::string& out); // arrays, maps, strings to escape
+
   const FieldNames& names_;
   std::vector<std::string> keys_; // by FieldId: `"name":`, empty until first written
+  std::vector<char> scratch_;     // one flat record's text, before it is appended
 };
 
 // Canonical text: object keys sorted (by bytes), numbers normalised so that values that
