@@ -8,11 +8,11 @@
 
 namespace streamctl::cli {
 
-// `rescale` = savepoint, stop, re-plan with the new parallelism, restore by key group (SPEC
-// §7), done by the job's coordinator, which keeps the job id. Returns once the job runs at
-// the new parallelism.
+// `rescale` = snapshot (a checkpoint when the job takes them, else a savepoint), stop, re-plan
+// with the new parallelism, restore by key group (SPEC §7), done by the job's coordinator,
+// which keeps the job id. Returns once the job runs at the new parallelism.
 void add_rescale_command(CLI::App& app, Context& ctx) {
-  auto* cmd = app.add_subcommand("rescale", "Change a running job's parallelism: savepoint, restart with state redistributed");
+  auto* cmd = app.add_subcommand("rescale", "Change a running job's parallelism: snapshot, restart with state redistributed");
   auto job = std::make_shared<std::string>();
   auto parallelism = std::make_shared<int>(0);
   auto nodes = std::make_shared<std::vector<std::string>>();

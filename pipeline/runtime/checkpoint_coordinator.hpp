@@ -113,7 +113,9 @@ public:
     if (!pending_) return std::nullopt;
     return InFlight{pending_->id, pending_->request.dir};
   }
-  bool savepoint_in_progress() const { return pending_ && pending_->request.savepoint; }
+  // A savepoint, or a checkpoint that stops the job (a rescale's, a stop's on a signal): one
+  // that another must not abort.
+  bool savepoint_in_progress() const { return pending_ && (pending_->request.savepoint || pending_->request.stop_after); }
   std::size_t exhausted_sources() const { return exhausted_sources_; }
   const std::optional<std::filesystem::path>& latest_completed() const { return latest_completed_; }
   // Checkpoints and savepoints this run completed, and those that failed (not those given up

@@ -79,10 +79,14 @@ std::optional<std::string> ClientCommands::rescale(const std::string& changes) {
 
 void ClientCommands::start_rescale(const std::string& client, LoadedJob next) {
   checkpoints_.abort_pending("a rescale was requested", false);
-  log_.warn("rescale requested{}: taking a savepoint, then restarting with the new parallelism",
-            client.empty() ? " by the autoscaler" : "");
-  checkpoints_.trigger({.dir = checkpoints_.savepoint_dir(),
-                        .savepoint = true,
+  // With periodic checkpoints the rescale's snapshot is one of them (incremental, as they are):
+  // it writes what changed since the last checkpoint where a savepoint writes all the state,
+  // and its time is downtime. Without, nothing to build on: a savepoint.
+  bool checkpoint = checkpoints_.enabled();
+  log_.warn("rescale requested{}: taking a {}, then restarting with the new parallelism",
+            client.empty() ? " by the autoscaler" : "", checkpoint ? "checkpoint" : "savepoint");
+  checkpoints_.trigger({.dir = checkpoint ? checkpoints_.next_checkpoint_dir() : checkpoints_.savepoint_dir(),
+                        .savepoint = !checkpoint,
                         .stop_after = true,
                         .client = client,
                         .rescaled = std::move(next)});
@@ -107,7 +111,7 @@ std::optional<std::string> ClientCommands::why_no_savepoint_now() const {
   if (job_control_.stopping_or_restarting() || workers_.empty())
     return "the job is stopping or restarting; try again";
   if (!workers_.all_running()) return "the job is starting or finishing; try again";
-  if (checkpoints_.savepoint_in_progress()) return "a savepoint is already in progress";
+  if (checkpoints_.savepoint_in_progress()) return "a savepoint, rescale or stop is already in progress";
   return std::nullopt;
 }
 

@@ -121,7 +121,7 @@ void JobState::attempt_flowing(const std::filesystem::path& snapshot,
   auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - rescale_halted_).count();
   log_.info(
-      "rescaled in {} ms (from the savepoint that stopped the sources to records flowing again)",
+      "rescaled in {} ms (from the snapshot that stopped the sources to records flowing again)",
       ms);
   if (rescale_client_.empty()) return; // the autoscaler's
   control_.send(rescale_client_, transport::ControlMessage{"OK", {}}

@@ -4,7 +4,7 @@ tool, not a test: it prints figures and fails only when a run fails.
 
     tests/bench/checkpoint.py [--keys N,N...] [--updates N] [--runs N] [--streamctl PATH]
                               [--changing P,P...] [--seconds T] [--rate R] [--skip-rescale]
-                              [--incremental]
+                              [--incremental] [--only-rescale]
 
 For each key count (default 3,300,000 and 33,000,000: about 100 MB and 1 GB of keyed state
 as serialised, ~31 bytes a key), a generator feeds a keyed window (count and sum per key, ten
@@ -20,8 +20,11 @@ years long, so the state only grows) with `updates` records per key (default 3):
      against the start-up of a run with no state;
   4. with --changing P,...: the steady phase, once per P (below);
   5. rescale downtime of a running job from 1 to 2 subtasks once it holds the state, then
-     back from 2 to 1: from the savepoint that stops the sources to records flowing again
-     (the coordinator's figure, printed by `streamctl rescale`).
+     back from 2 to 1: from the snapshot that stops the sources to records flowing again
+     (the coordinator's figure, printed by `streamctl rescale`); once for a job without
+     periodic checkpoints (the rescale takes a savepoint) and once for one with a checkpoint
+     every second (the rescale takes a checkpoint, incremental with --incremental).
+     --only-rescale measures this alone.
 
 The steady phase (--changing P). Each run restores the savepoint of step 2 (every key
 loaded) and the generator, whose position the savepoint holds, goes on with M more records
@@ -78,6 +81,7 @@ def main():
     ap.add_argument("--rate", type=float, default=0, help="records per second of the steady phase; 0: unlimited")
     ap.add_argument("--streamctl", default=os.environ.get("STREAMCTL", os.path.join(os.path.dirname(__file__), "../../build/cli/streamctl")))
     ap.add_argument("--skip-rescale", action="store_true")
+    ap.add_argument("--only-rescale", action="store_true", help="measure the rescale downtime only (step 5)")
     ap.add_argument("--incremental", action="store_true",
                     help="[checkpoint] incremental = true: checkpoints write only the entries that changed")
     ap.add_argument("--snapshot", choices=["copy", "fork"], default="copy",
@@ -207,6 +211,9 @@ def bench(streamctl, work, env, keys, args, changing):
           f"medians of {args.runs} run(s)")
     name = f"ck{keys}"
     toml = pipeline(work, name, keys, records)
+    if args.only_rescale:
+        rescale(streamctl, work, env, name, keys, records)
+        return
 
     plain = runs(args.runs, [streamctl, "run", toml], env)
     wall, cpu = median([r.wall for r in plain]), median([r.cpu for r in plain])
@@ -284,9 +291,15 @@ def steady(streamctl, work, env, name, keys, loaded, savepoint, load_rate, args,
         print(f"    {describe_checkpoints(*checkpoints([r.log for r in figures['checkpoint every 1 s'][2]]))}")
 
 def rescale(streamctl, work, env, name, keys, records):
+    for label, extra in (("no periodic checkpoints (a savepoint)", []),
+                         ("a checkpoint every 1 s (a checkpoint)", ["--set", "checkpoint.interval=1s"])):
+        print(f"  rescale of a job with {label}:")
+        rescale_once(streamctl, work, env, name, keys, records, extra)
+
+def rescale_once(streamctl, work, env, name, keys, records, extra):
     job = name + "-rescale"
     endless = pipeline(work, job, keys, records * 1000)
-    p = subprocess.Popen([streamctl, "-v", "run", endless], env=env, stdout=subprocess.DEVNULL,
+    p = subprocess.Popen([streamctl, "-v", "run", endless] + extra, env=env, stdout=subprocess.DEVNULL,
                          stderr=open(os.path.join(work, "rescale.log"), "w"))
     try:
         while True:
@@ -303,7 +316,7 @@ def rescale(streamctl, work, env, name, keys, records):
             r = subprocess.run([streamctl, "rescale", job, "--parallelism", str(after)], env=env,
                                capture_output=True, text=True)
             m = re.search(r"downtime (\d+) ms", r.stderr)
-            print(f"  rescale {before} -> {after} subtasks: downtime {m.group(1) if m else '?'} ms"
+            print(f"    {before} -> {after} subtasks: downtime {m.group(1) if m else '?'} ms"
                   + ("" if m else f" ({r.stderr.strip()})"))
     finally:
         subprocess.run([streamctl, "cancel", job], env=env, capture_output=True)

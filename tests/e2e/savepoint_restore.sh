@@ -87,6 +87,10 @@ wait_for_text "$WORK/rescale.log" "records flowing"
 sleep 0.7
 run_expect 0 "$STREAMCTL" rescale rescaled --parallelism 4
 assert_contains "$WORK/err" "gen=4"
+# The job takes periodic checkpoints: the rescale's snapshot is one of them (incremental), not
+# a savepoint, and its path is printed.
+grep -Eq '/ck/rescaled/chk-[0-9]+$' "$WORK/out" || fail "the rescale did not print the checkpoint it took: $(cat "$WORK/out")"
+assert_contains "$WORK/rescale.log" "taking a checkpoint, then restarting"
 run_expect 0 "$STREAMCTL" status rescaled --json
 assert_contains "$WORK/out" '"name":"count_per_key","type":"window","parallelism":4'
 sleep 0.7
