@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <limits>
 
 namespace streamctl::operators {
@@ -267,6 +268,9 @@ Aggregates Aggregates::compile(const std::vector<std::pair<std::string, std::str
   out.args_.resize(out.functions_.size());
   out.columns_.resize(out.functions_.size());
   for (const auto& f : out.functions_) out.has_arguments_ = out.has_arguments_ || f->argument() != nullptr;
+  out.counts_only_ = std::all_of(out.functions_.begin(), out.functions_.end(), [](const auto& f) {
+    return f->kind() == AggregateKind::Count && f->argument() == nullptr;
+  });
   return out;
 }
 
@@ -318,6 +322,17 @@ void Aggregates::prepare(std::span<const state::Record> records, pipeline::EvalC
 }
 
 bool Aggregates::add_at(std::byte* block, std::size_t row, pipeline::EvalContext& ctx) const {
+  if (counts_only_) {
+    // count() never fails and its slot is a u64 count (aggregate_functions.hpp): the same as
+    // check() and apply() below, without two virtual calls per function and record.
+    for (const std::size_t offset : offsets_) {
+      std::uint64_t n;
+      std::memcpy(&n, block + offset, sizeof n);
+      ++n;
+      std::memcpy(block + offset, &n, sizeof n);
+    }
+    return true;
+  }
   if (has_arguments_) {
     if (failed_[row]) {
       ctx.error = errors_[row];

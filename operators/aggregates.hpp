@@ -118,6 +118,7 @@ private:
   std::size_t align_ = 1;
   mutable std::vector<state::Value> args_; // scratch: each function's evaluated argument
   bool has_arguments_ = false;
+  bool counts_only_ = false; // every function is count(): add_at() takes a fast path
   // Of the batch given to prepare(): [function][row] arguments of the functions that
   // evaluate their own (shared_arg_[k] == k, with an argument), and per row the error of the
   // first function whose argument failed, as add() would stop at it.

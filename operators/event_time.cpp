@@ -75,15 +75,21 @@ void TimestampAssigner::assign(const state::Batch& in, state::Batch& out, const 
   while (at < records.size()) {
     const std::size_t done = expression_.eval_batch(records.subspan(at), eval_, values_.data() + at);
     for (const std::size_t end = at + done; at < end; ++at) {
-      auto ts = event_time_of(values_[at]);
-      if (!ts) {
-        bad(at, ts.error());
-        continue;
+      std::int64_t t;
+      if (values_[at].kind == state::Kind::Int) { // epoch ms, as event_time_of gives it
+        t = values_[at].i;
+      } else {
+        auto ts = event_time_of(values_[at]);
+        if (!ts) {
+          bad(at, ts.error());
+          continue;
+        }
+        t = *ts;
       }
       state::Record stamped = records[at];
-      stamped.timestamp = *ts;
+      stamped.timestamp = t;
       out.add_shared(stamped);
-      largest = std::max(largest, *ts);
+      largest = std::max(largest, t);
     }
     if (at < records.size()) bad(at++, eval_.error);
   }

@@ -259,11 +259,19 @@ private:
     builder_.finish(out);
   }
 
+  // prefix + k in decimal, written straight into out's arena (not into a buffer and then
+  // copied: a copy of a variable size is a call of memmove per record).
   static std::string_view numbered(state::Batch& out, std::string_view prefix, std::uint64_t k) {
-    char buf[32];
-    std::memcpy(buf, prefix.data(), prefix.size());
-    auto [end, ec] = std::to_chars(buf + prefix.size(), buf + sizeof buf, k);
-    return out.copy_string(std::string_view(buf, static_cast<std::size_t>(end - buf)));
+    const std::size_t size = prefix.size() + decimal_digits(k);
+    char* p = static_cast<char*>(out.arena().allocate(size, 1));
+    std::memcpy(p, prefix.data(), prefix.size());
+    std::to_chars(p + prefix.size(), p + size, k);
+    return {p, size};
+  }
+  static std::size_t decimal_digits(std::uint64_t k) {
+    std::size_t n = 1;
+    for (; k >= 10000; k /= 10000) n += 4;
+    return n + (k >= 10) + (k >= 100) + (k >= 1000);
   }
 
   Profile profile_;

@@ -77,7 +77,12 @@ void KeyFields::prepare(std::span<const state::Record> records) {
 
 bool KeyFields::encode_at(std::size_t row, const state::Record& record,
                           const state::FieldNames& names, std::string& out) {
-  if (!has_expressions_) return encode(record, names, out);
+  out.clear();
+  return append_at(row, record, names, out);
+}
+
+bool KeyFields::append_at(std::size_t row, const state::Record& record,
+                          const state::FieldNames& names, std::string& out) {
   for (std::size_t k = 0; k < output_names_.size(); ++k) {
     if (!expressions_[k]) {
       const state::Value* v = record.find(output_names_[k]);
@@ -86,8 +91,8 @@ bool KeyFields::encode_at(std::size_t row, const state::Record& record,
       values_[k] = columns_[k][row];
     }
   }
-  state::encode_key(values_, names, out);
-  if (!failed_[row]) return true;
+  state::append_key(values_, names, out);
+  if (!has_expressions_ || !failed_[row]) return true;
   eval_.error = errors_[row];
   return false;
 }

@@ -45,6 +45,10 @@ public:
   // record: the same bytes, the same result and the same error().
   bool encode_at(std::size_t row, const state::Record& record, const state::FieldNames& names,
                  std::string& out);
+  // encode_at() that appends the key's bytes to `out` rather than replacing what it holds (an
+  // operator that keeps a batch's keys in one buffer then copies none of them).
+  bool append_at(std::size_t row, const state::Record& record, const state::FieldNames& names,
+                 std::string& out);
   // Appends the key fields of the record last given to encode() to `builder`; values that
   // an expression made are copied into `out`, the batch the row goes to.
   void append_fields(state::RecordBuilder& builder, state::Batch& out) const;

@@ -1,6 +1,7 @@
 #include "operators/window.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <new>
 #include <optional>
@@ -29,6 +30,18 @@ void append_zigzag_varint(std::string& out, std::int64_t n) {
     v >>= 7;
   }
   out.push_back(static_cast<char>(v));
+}
+
+// Writes what append_zigzag_varint writes so that it ends just before `end` (at most 10 bytes
+// before it); returns where it starts.
+char* put_zigzag_varint_before(char* end, std::int64_t n) {
+  std::uint64_t v = (static_cast<std::uint64_t>(n) << 1) ^ static_cast<std::uint64_t>(n >> 63);
+  const int bytes = v == 0 ? 1 : (std::bit_width(v) + 6) / 7;
+  char* p = end - bytes;
+  for (char* q = p; q + 1 < end; ++q, v >>= 7)
+    *q = static_cast<char>((v & 0x7F) | 0x80);
+  end[-1] = static_cast<char>(v);
+  return p;
 }
 
 // Reads an unsigned LEB128 varint from the front of `in`, consuming it.
@@ -257,6 +270,7 @@ public:
   void open(OperatorContext& ctx) override {
     Operator::open(ctx);
     max_parallelism_ = static_cast<std::uint32_t>(ctx.pipeline->max_parallelism);
+    group_of_ = state::KeyGroupOf(max_parallelism_);
     spread_ = UINT64_MAX / max_parallelism_ - 1;
     range_ = state::key_group_range(ctx.subtask, ctx.parallelism, max_parallelism_);
     for (Domain& d : domains_) {
@@ -675,6 +689,8 @@ private:
   };
   static constexpr int event_domain = 0;
   static constexpr int processing_domain = 1;
+  // The most bytes a window start takes in a map key (a zigzag varint of 64 bits).
+  static constexpr std::size_t max_start_bytes = 10;
   // How many windows' slots to have loading ahead of the one being updated.
   static constexpr std::int64_t prefetch_windows = 8;
 
@@ -686,7 +702,8 @@ private:
     std::uint64_t hash;      // hash_key_bytes of the key
     std::uint64_t slot_hash; // window_hash of the latest window
     std::uint32_t group;     // the key's key group
-    std::uint32_t key_begin; // the key bytes: keys_[key_begin, key_begin + key_size)
+    std::uint32_t key_begin; // the key bytes: keys_[key_begin, key_begin + key_size), after
+                             // max_start_bytes of room for a window start
     std::uint32_t key_size;
     Action action;
     bool event;
@@ -713,6 +730,24 @@ private:
       windows.prefetch(window_hash(p.group, p.hash, start));
   }
 
+  // window_.last_aligned_start(t, start), but without its 64-bit division when t falls in the
+  // same slide as the time before it (most do: the times of a batch are close together).
+  bool last_aligned_start(std::int64_t t, std::int64_t& start) {
+    if (slide_cached_ && static_cast<std::uint64_t>(t) - static_cast<std::uint64_t>(slide_begin_) <
+                             static_cast<std::uint64_t>(window_.slide)) {
+      start = slide_begin_;
+      return true;
+    }
+    if (!window_.last_aligned_start(t, start)) return false;
+    // Kept when every time of [start, start + slide) is in range, so that the answer for each
+    // of them is `start` too.
+    std::int64_t ignored;
+    slide_cached_ = window_.last_aligned_start(start, ignored) &&
+                    window_.last_aligned_start(start + window_.slide - 1, ignored);
+    slide_begin_ = start;
+    return true;
+  }
+
   // First pass: classifies every record and encodes and hashes the keys of those to add.
   void plan(const state::Batch& in, std::int64_t now) {
     pending_.resize(in.size());
@@ -723,7 +758,7 @@ private:
       Pending& p = pending_[i];
       p.event = record.timestamp != state::kNoTimestamp;
       p.t = p.event ? record.timestamp : now;
-      if (!window_.last_aligned_start(p.t, p.last_start)) {
+      if (!last_aligned_start(p.t, p.last_start)) {
         p.action = Action::OutOfRange;
         continue;
       }
@@ -732,16 +767,19 @@ private:
         continue;
       }
       p.action = Action::Add;
-      if (!key_.encode_at(i, record, *ctx_.names, key_bytes_)) {
+      // Room for a window start before the key, where add() writes it to make the map key.
+      const std::size_t room = keys_.size();
+      keys_.resize(room + max_start_bytes);
+      if (!key_.append_at(i, record, *ctx_.names, keys_)) {
+        keys_.resize(room);
         report_bad_record(ctx_, record, key_.error());
         p.action = Action::BadKey;
         continue;
       }
-      p.key_begin = static_cast<std::uint32_t>(keys_.size());
-      p.key_size = static_cast<std::uint32_t>(key_bytes_.size());
-      keys_ += key_bytes_;
-      p.hash = state::hash_key_bytes(key_bytes_);
-      p.group = state::key_group_of(p.hash, max_parallelism_);
+      p.key_begin = static_cast<std::uint32_t>(room + max_start_bytes);
+      p.key_size = static_cast<std::uint32_t>(keys_.size() - p.key_begin);
+      p.hash = state::hash_key_bytes(std::string_view(keys_.data() + p.key_begin, p.key_size));
+      p.group = group_of_(p.hash);
       p.slot_hash = window_hash(p.group, p.hash, p.last_start);
     }
   }
@@ -784,27 +822,29 @@ private:
   bool add(const Pending& p, std::size_t row, std::int64_t start, std::int64_t end,
            state::Batch& out) {
     Domain& d = domain(p.event);
-    const std::string_view key(keys_.data() + p.key_begin, p.key_size);
+    char* const key_data = keys_.data() + p.key_begin;
+    const std::string_view key(key_data, p.key_size);
     changed_.mark(p.group);
-    map_key_.clear();
-    append_zigzag_varint(map_key_, start);
-    map_key_.append(key);
+    // The map key: the start, written into the room plan() left before the key bytes.
+    char* const map_key_data = put_zigzag_varint_before(key_data, start);
+    const std::string_view map_key(map_key_data,
+                                   static_cast<std::size_t>(key_data - map_key_data) + p.key_size);
     const std::uint64_t h =
         start == p.last_start ? p.slot_hash : window_hash(p.group, p.hash, start);
     Cell* cell;
     bool inserted;
     if (entries_.recording(p.group)) {
       bool newly_marked;
-      std::tie(cell, inserted) = d.windows->try_emplace_marked(map_key_, h, newly_marked);
-      if (newly_marked) track(p.event ? event_domain : processing_domain, map_key_, h, p.group);
+      std::tie(cell, inserted) = d.windows->try_emplace_marked(map_key, h, newly_marked);
+      if (newly_marked) track(p.event ? event_domain : processing_domain, map_key, h, p.group);
     } else {
-      std::tie(cell, inserted) = d.windows->try_emplace(map_key_, h);
+      std::tie(cell, inserted) = d.windows->try_emplace(map_key, h);
     }
     std::byte* block = inserted ? create_block(*cell) : block_of(*cell);
     if (!aggregates_.add_at(block, row, eval_)) {
       if (inserted) {
         destroy_block(*cell);
-        d.windows->erase(map_key_, h);
+        d.windows->erase(map_key, h);
       }
       return false;
     }
@@ -855,6 +895,7 @@ private:
   const std::size_t prefetch_distance_ = static_cast<std::size_t>(std::max<std::int64_t>(
       1, prefetch_windows / ((window_.size + window_.slide - 1) / window_.slide)));
   std::uint32_t max_parallelism_ = 1;
+  state::KeyGroupOf group_of_{1};
   std::uint64_t spread_ = 0; // window_hash: how many multiples of max_parallelism it spreads over
   state::KeyGroupRange range_;
   Domain domains_[2];
@@ -863,8 +904,12 @@ private:
   state::ChangedEntries entries_; // the same, entry by entry
   std::string entry_key_;          // scratch: a tracked entry's key
   std::vector<Pending> pending_; // scratch, per batch
-  std::string keys_;             // scratch: the key bytes of a batch, one after another
-  std::string map_key_;          // scratch
+  // last_aligned_start(): the slide [slide_begin_, slide_begin_ + slide) of the time before,
+  // when slide_cached_.
+  std::int64_t slide_begin_ = 0;
+  bool slide_cached_ = false;
+  // scratch: per record to add, max_start_bytes of room for a window start, then its key bytes
+  std::string keys_;
 };
 
 [[noreturn]] void usage_error(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "state/key_group.hpp"
+#include "state/short_copy.hpp"
 
 namespace streamctl::state {
 
@@ -321,7 +322,7 @@ char* put_scalar(char* p, const Value& v) {
   case Kind::String:
     *p++ = static_cast<char>(tag_string);
     p = put_varint(p, v.size);
-    if (v.size > 0) std::memcpy(p, v.s, v.size);
+    copy_short(p, v.s, v.size);
     return p + v.size;
   default: return p; // containers take the general path
   }
@@ -330,6 +331,11 @@ char* put_scalar(char* p, const Value& v) {
 } // namespace
 
 void encode_key(std::span<const Value> key, const FieldNames& names, std::string& out) {
+  out.clear();
+  append_key(key, names, out);
+}
+
+void append_key(std::span<const Value> key, const FieldNames& names, std::string& out) {
   // Keys of scalars (nearly all keys) are written in place: one resize to an upper bound, then
   // plain stores, which is several times faster than appending piece by piece and matters on
   // the hot path of every keyed operator and key-partitioned edge.
@@ -343,14 +349,14 @@ void encode_key(std::span<const Value> key, const FieldNames& names, std::string
     bound += 1 + 10 + (v.kind == Kind::String ? v.size : 0); // tag, varint or 8 bytes, bytes
   }
   if (flat) {
-    out.resize(bound);
-    char* p = put_varint(out.data(), key.size());
+    const std::size_t at = out.size();
+    out.resize(at + bound);
+    char* p = put_varint(out.data() + at, key.size());
     for (const Value& v : key)
       p = put_scalar(p, v);
     out.resize(static_cast<std::size_t>(p - out.data()));
     return;
   }
-  out.clear();
   Encoder e(names, out);
   e.varint(key.size());
   for (const Value& v : key)

@@ -58,6 +58,9 @@ inline constexpr int key_codec_max_depth = 256;
 // scratch string kept per operator makes this allocation-free). Map member names are looked up
 // in `names`. Thread-safe as long as `names` is not modified concurrently.
 void encode_key(std::span<const Value> key, const FieldNames& names, std::string& out);
+// encode_key() that appends the encoding to `out`, keeping what it holds: a batch's keys can be
+// written one after another into one buffer without a copy each.
+void append_key(std::span<const Value> key, const FieldNames& names, std::string& out);
 
 // Decodes key bytes back into values, e.g. to put the key fields into an output record.
 // Strings, arrays and maps are copied into `arena` (the result does not point into `bytes`);

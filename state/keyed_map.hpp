@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "state/key_group.hpp"
+#include "state/short_copy.hpp"
 
 namespace streamctl::state {
 
@@ -122,7 +123,7 @@ struct KeyProbe {
   explicit KeyProbe(std::string_view k) : key(k) {
     std::memset(&image, 0, sizeof image);
     if (k.size() <= StoredKey::inline_capacity) {
-      if (!k.empty()) std::memcpy(image.bytes, k.data(), k.size());
+      copy_short(image.bytes, k.data(), k.size());
       image.tag = static_cast<std::uint8_t>(k.size());
     } else {
       image.tag = StoredKey::tag_long;
@@ -205,13 +206,15 @@ public:
   KeyedMap& operator=(const KeyedMap&) = delete;
   KeyedMap(KeyedMap&& other) noexcept
       : groups_(std::move(other.groups_)), range_(std::exchange(other.range_, {})),
-        max_parallelism_(other.max_parallelism_), size_(std::exchange(other.size_, 0)) {}
+        max_parallelism_(other.max_parallelism_), group_of_(other.group_of_),
+        size_(std::exchange(other.size_, 0)) {}
   KeyedMap& operator=(KeyedMap&& other) noexcept {
     if (this != &other) {
       release_all();
       groups_ = std::move(other.groups_);
       range_ = std::exchange(other.range_, {});
       max_parallelism_ = other.max_parallelism_;
+      group_of_ = other.group_of_;
       size_ = std::exchange(other.size_, 0);
     }
     return *this;
@@ -444,7 +447,7 @@ private:
   static constexpr std::align_val_t slot_align{alignof(Slot) > 64 ? alignof(Slot) : 64};
 
   std::uint32_t group_index(std::uint64_t hash) const {
-    std::uint32_t kg = key_group_of(hash, max_parallelism_);
+    std::uint32_t kg = group_of_(hash);
     STREAMCTL_STATE_ASSERT(range_.contains(kg),
                            "key of a key group outside this map's range (wrong routing?)");
     return kg - range_.first;
@@ -634,6 +637,7 @@ private:
   std::unique_ptr<Group[]> groups_; // one per key group of range_
   KeyGroupRange range_;
   std::uint32_t max_parallelism_;
+  KeyGroupOf group_of_{max_parallelism_};
   std::size_t size_ = 0;
 };
 

@@ -77,6 +77,30 @@ TEST_CASE("KeyFields::encode_at after prepare equals encode record by record", "
   CHECK(failures > 10);
 }
 
+// Windows append the keys of a batch into one buffer with append_at: the bytes each call adds,
+// its result and error() must be encode_at's (failing records included).
+TEST_CASE("KeyFields::append_at appends encode_at's bytes", "[operators][key]") {
+  for (const char* key : {R"k(["u", "a % 7", "lower(b)"])k", R"(["u"])", R"(["u", "b"])"}) {
+    INFO(key);
+    Harness h(single_operator_pipeline(std::string("type = \"reduce\"\nkey = ") + key +
+                                       "\naggregates = { n = \"count()\" }\n"));
+    auto single = operators::KeyFields::from_node(h.job().spec, h.node("op"), h.names());
+    auto batched = operators::KeyFields::from_node(h.job().spec, h.node("op"), h.names());
+    auto in = parse(h, mixed_records());
+    single.prepare(std::span<const state::Record>(in.begin(), in.end()));
+    batched.prepare(std::span<const state::Record>(in.begin(), in.end()));
+    std::string all = "x";
+    for (std::size_t row = 0; row < in.size(); ++row) {
+      std::string expected;
+      const bool ok = single.encode_at(row, in[row], h.names(), expected);
+      const std::size_t before = all.size();
+      CHECK(batched.append_at(row, in[row], h.names(), all) == ok);
+      CHECK(all.substr(before) == expected);
+      if (!ok) CHECK(batched.error() == single.error());
+    }
+  }
+}
+
 TEST_CASE("PartitionKey::encode_at after prepare equals encode, for keys and join expressions",
           "[operators][key]") {
   Harness h("name = \"t\"\n[sources.l]\ntype = \"stdin\"\n[sources.r]\ntype = \"stdin\"\n"

@@ -290,6 +290,42 @@ TEST_CASE("negative event times fall in epoch-aligned windows", "[operators][win
   CHECK(run.out.back() == row("\"a\"", -1000, 0, 2, 3));
 }
 
+// A window's map key is its start as a zigzag varint, then the key; the operator writes the
+// start into room left before the key bytes of the batch (1 to 9 bytes here, sliding windows
+// writing several starts into the same room). Every record must count in its own windows.
+TEST_CASE("window starts of every varint length count apart", "[operators][window]") {
+  for (const char* window :
+       {"{ kind = \"tumbling\", size = \"1s\" }", "{ kind = \"sliding\", size = \"1s\", slide = \"500ms\" }"}) {
+    INFO(window);
+    Harness h(window_node(window, "", "{ n = \"count()\" }"));
+    OperatorRun run(h, "op");
+    Lines records;
+    std::map<std::string, std::int64_t> expected; // "key start" -> count
+    const bool sliding = std::string(window).find("sliding") != std::string::npos;
+    for (int bits = 0; bits <= 61; bits += 3)
+      for (const std::int64_t sign : {1, -1})
+        for (const char* key : {"\"a\"", "\"a key longer than fifteen bytes\""}) {
+          const std::int64_t t = sign * ((std::int64_t{1} << bits) * 3 / 2);
+          records.push_back("{\"ts\":" + std::to_string(t) + ",\"k\":" + key + "}");
+          const std::int64_t slide = sliding ? 500 : 1000;
+          std::int64_t last = t - ((t % slide) + slide) % slide;
+          for (std::int64_t start = last; start > t - 1000; start -= slide)
+            ++expected[std::string(key) + " " + std::to_string(start)];
+        }
+    run.records(records);
+    run.finish();
+    std::map<std::string, std::int64_t> got;
+    for (const auto& line : run.out) {
+      const auto k = line.find("\"k\":") + 4, ks = line.find(",\"window_start\":");
+      const auto ss = ks + 16, se = line.find(",\"window_end\"");
+      const auto n = line.find("\"n\":") + 4;
+      got[line.substr(k, ks - k) + " " + line.substr(ss, se - ss)] += std::stoll(line.substr(n));
+    }
+    CHECK(got == expected);
+    CHECK(h.errors.errors.empty());
+  }
+}
+
 TEST_CASE("an event time beyond the supported range is a bad record", "[operators][window]") {
   Harness h(window_node("{ kind = \"tumbling\", size = \"1s\" }"));
   OperatorRun run(h, "op");
@@ -299,6 +335,24 @@ TEST_CASE("an event time beyond the supported range is a bad record", "[operator
   CHECK(run.out.empty());
   REQUIRE(h.errors.errors.size() == 2);
   CHECK_THAT(h.errors.errors[0].reason, Catch::Contains("outside the range"));
+}
+
+// The operator reuses the window start of the record before for a time in the same slide
+// (without a division); a slide that reaches past the supported range must not pass that on
+// to the times beyond the range. (2^62 - 1000 is the last time a 1s window takes.)
+TEST_CASE("a time past the range in the slide of a time within it is a bad record",
+          "[operators][window]") {
+  Harness h(window_node("{ kind = \"tumbling\", size = \"1s\" }"));
+  OperatorRun run(h, "op");
+  const std::int64_t last = (std::int64_t{1} << 62) - 1000;
+  run.records({"{\"ts\":" + std::to_string(last - 1) + ",\"k\":\"a\",\"v\":1}",
+               "{\"ts\":" + std::to_string(last + 1) + ",\"k\":\"a\",\"v\":2}",
+               "{\"ts\":" + std::to_string(last) + ",\"k\":\"a\",\"v\":4}"});
+  run.finish();
+  REQUIRE(h.errors.errors.size() == 1);
+  CHECK_THAT(h.errors.errors[0].reason, Catch::Contains("outside the range"));
+  const std::int64_t start = last - 1 - ((last - 1) % 1000);
+  CHECK(run.out == Lines{row("\"a\"", start, start + 1000, 2, 5)});
 }
 
 // --- processing time, end of input --------------------------------------------------------------

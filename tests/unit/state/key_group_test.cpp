@@ -357,3 +357,44 @@ TEST_CASE("key_group_of is the hash modulo maxP", "[state][key_group]") {
   for (int c : count)
     CHECK((c > 850 && c < 1150));
 }
+
+// Keyed maps and windows take the key group by KeyGroupOf, a mask for a power of two: it must
+// give key_group_of's group for every hash and max_parallelism.
+TEST_CASE("KeyGroupOf equals key_group_of", "[state][key_group]") {
+  std::mt19937_64 rng(7);
+  std::vector<std::uint64_t> hashes = {0, 1, 127, 128, 0xFFFFFFFFFFFFFFFFULL, 0x8000000000000000ULL};
+  for (int k = 0; k < 2000; ++k) hashes.push_back(rng());
+  for (std::uint32_t maxp : {1u, 2u, 3u, 7u, 64u, 100u, 128u, 1000u, 4096u, 32767u, 32768u}) {
+    const KeyGroupOf group_of(maxp);
+    CHECK(group_of.max_parallelism() == maxp);
+    for (std::uint64_t h : hashes) {
+      INFO(maxp << " " << h);
+      REQUIRE(group_of(h) == key_group_of(h, maxp));
+    }
+  }
+}
+
+// Windows append the keys of a batch one after another into one buffer: append_key must add
+// exactly encode_key's bytes, scalars and containers alike, and keep what was there.
+TEST_CASE("append_key appends encode_key's bytes", "[state][key_group]") {
+  FieldNames names;
+  Value elements[2] = {Value::integer(1), Value::string("x")};
+  Field members[2] = {{names.intern("b"), Value::boolean(true)}, {names.intern("a"), Value()}};
+  const std::string long_text(300, 'q');
+  const std::vector<std::vector<Value>> keys = {
+      {},
+      {Value::string("u123456")},
+      {Value::string(long_text), Value::integer(-5)},
+      {Value::floating(2.5), Value::floating(3.0), Value::boolean(false), Value()},
+      {Value::array_of(elements, 2), Value::map_of(members, 2)},
+  };
+  std::string appended = "prefix";
+  std::string expected = "prefix";
+  for (const auto& key : keys) {
+    std::string one;
+    encode_key(key, names, one);
+    expected += one;
+    append_key(key, names, appended);
+    CHECK(hex(appended) == hex(expected));
+  }
+}

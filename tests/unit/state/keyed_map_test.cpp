@@ -324,6 +324,35 @@ TEST_CASE("KeyedMap tells keys with equal hashes apart", "[state][keyed_map]") {
   CHECK(map.find("absent", h) == nullptr);
 }
 
+// A probe copies an inline key of up to 15 bytes in overlapping pieces (state/short_copy.hpp):
+// keys of every length, differing in any one byte, with one hash, must stay apart and be
+// found; the key each visit gives back is the key put in.
+TEST_CASE("KeyedMap tells keys of every length apart byte by byte", "[state][keyed_map]") {
+  KeyedMap<int> map(key_group_range(0, 1, max_p), max_p);
+  const std::uint64_t h = 0x0123456789ABCDEFULL;
+  std::vector<std::string> keys;
+  for (std::size_t len = 0; len <= 20; ++len) {
+    const std::string base(len, 'a');
+    keys.push_back(base);
+    for (std::size_t at = 0; at < len; ++at) {
+      std::string k = base;
+      k[at] = 'b';
+      keys.push_back(k);
+    }
+  }
+  for (std::size_t k = 0; k < keys.size(); ++k)
+    map.get_or_insert(keys[k], h) = static_cast<int>(k);
+  CHECK(map.size() == keys.size());
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    INFO(keys[k]);
+    REQUIRE(map.find(keys[k], h) != nullptr);
+    CHECK(*map.find(keys[k], h) == static_cast<int>(k));
+  }
+  map.for_each([&](std::string_view key, int v) { CHECK(key == keys[static_cast<std::size_t>(v)]); });
+  CHECK(map.find(std::string(21, 'a'), h) == nullptr);
+  CHECK(map.find(std::string("ab\0", 3), h) == nullptr);
+}
+
 TEST_CASE("KeyedMap compacts long keys and shrinks emptied tables", "[state][keyed_map]") {
   KeyedMap<std::int64_t> map(key_group_range(0, 1, max_p), max_p);
   std::vector<std::string> keys;
