@@ -9,6 +9,7 @@
 #include "operators/bad_record.hpp"
 #include "operators/field_reads.hpp"
 #include "operators/key_fields.hpp"
+#include "operators/keyed_delta_load.hpp"
 #include "operators/toml_order.hpp"
 #include "operators/wall_clock.hpp"
 #include "pipeline/spec/pipeline_spec.hpp"
@@ -204,19 +205,7 @@ public:
       const std::vector<std::string_view>& deltas) const override {
     if (!rows_ || !rows_->key_group_range().contains(key_group))
       return restore_failure(key_group, "not a key group of this subtask");
-    std::unique_ptr<GroupLoad> load;
-    if (data.empty()) {
-      load = std::make_unique<GroupLoad>(const_cast<Reduce&>(*this), key_group);
-    } else {
-      auto full = load_group(key_group, data);
-      if (!full) return Failure{full.error()};
-      load = std::move(*full);
-    }
-    for (std::size_t k = 0; k < deltas.size(); ++k)
-      if (auto ok = apply_delta(*load, deltas[k]); !ok)
-        return restore_failure(key_group, "delta " + std::to_string(k + 1) + " of " +
-                                              std::to_string(deltas.size()) + ": " + ok.error());
-    return std::unique_ptr<KeyGroupLoad>(std::move(load));
+    return KeyedDeltaLoad::load(*this, key_group, data, deltas);
   }
 
   Result<void> restore_key_group(std::uint32_t key_group, std::string_view data) override {
@@ -233,6 +222,7 @@ public:
   }
 
 private:
+  friend KeyedDeltaLoad; // load_key_group_with_deltas (ordinary lookup: not a new class here)
   using Rows = state::KeyedMap<Row>;
 
   // One key group's rows, decoded into a map of that group alone (Operator::KeyGroupLoad):

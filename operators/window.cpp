@@ -9,6 +9,7 @@
 
 #include "operators/bad_record.hpp"
 #include "operators/field_reads.hpp"
+#include "operators/keyed_delta_load.hpp"
 #include "operators/session_windows.hpp"
 #include "operators/toml_order.hpp"
 #include "state/changed_entries.hpp"
@@ -479,22 +480,11 @@ public:
       std::uint32_t key_group, std::string_view data,
       const std::vector<std::string_view>& deltas) const override {
     if (!range_.contains(key_group)) return restore_failure(key_group, "not a key group of this subtask");
-    std::unique_ptr<GroupLoad> load;
-    if (data.empty()) {
-      load = std::make_unique<GroupLoad>(const_cast<AlignedWindows&>(*this), key_group);
-    } else {
-      auto full = load_group(key_group, data);
-      if (!full) return Failure{full.error()};
-      load = std::move(*full);
-    }
-    for (std::size_t k = 0; k < deltas.size(); ++k)
-      if (auto ok = apply_delta(*load, deltas[k]); !ok)
-        return restore_failure(key_group, "delta " + std::to_string(k + 1) + " of " +
-                                              std::to_string(deltas.size()) + ": " + ok.error());
-    return std::unique_ptr<KeyGroupLoad>(std::move(load));
+    return KeyedDeltaLoad::load(*this, key_group, data, deltas);
   }
 
 private:
+  friend KeyedDeltaLoad; // load_key_group_with_deltas (ordinary lookup: not a new class here)
   using Windows = state::KeyedMap<Cell>;
 
   // One key group's windows, decoded into maps of that group alone (Operator::KeyGroupLoad):
@@ -619,16 +609,20 @@ private:
     state::FieldNames names;
     std::string map_key;
     const std::uint32_t group = load.group_;
+    // A window's start and key: its map key into `map_key`, its hash into `h`.
+    const auto read_window = [&](std::uint64_t& h) -> Result<void> {
+      std::int64_t start;
+      std::string_view key;
+      if (!r.zigzag(start) || !r.bytes(key)) return fail(r.error());
+      return check_window(group, start, key, names, map_key, h);
+    };
     for (int di = 0; di < 2; ++di) {
       Windows& windows = load.windows_[di];
       std::uint64_t n;
       if (!r.count(n, 3)) return fail(r.error());
       for (std::uint64_t k = 0; k < n; ++k) {
-        std::int64_t start;
-        std::string_view key;
         std::uint64_t h = 0;
-        if (!r.zigzag(start) || !r.bytes(key)) return fail(r.error());
-        if (auto ok = check_window(group, start, key, names, map_key, h); !ok) return ok;
+        if (auto ok = read_window(h); !ok) return ok;
         auto [cell, inserted] = windows.try_emplace(map_key, h);
         if (!inserted) destroy_block(*cell);
         create_block(*cell);
@@ -638,11 +632,8 @@ private:
       }
       if (!r.count(n, 2)) return fail(r.error());
       for (std::uint64_t k = 0; k < n; ++k) {
-        std::int64_t start;
-        std::string_view key;
         std::uint64_t h = 0;
-        if (!r.zigzag(start) || !r.bytes(key)) return fail(r.error());
-        if (auto ok = check_window(group, start, key, names, map_key, h); !ok) return ok;
+        if (auto ok = read_window(h); !ok) return ok;
         if (Cell* cell = windows.find(map_key, h)) {
           destroy_block(*cell);
           windows.erase(map_key, h);

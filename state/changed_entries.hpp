@@ -20,8 +20,8 @@
 // entry of a whole group a step of a sequential scan: with 3.3 M windows loading (tests/bench/
 // checkpoint.py), deltas of up to half a group made the job 1.5x slower than full snapshots.
 // The group's log is dropped, and the take clears the marks of the whole group (unmark_group:
-// one scan of its table, which the full segment written for it scans too). Marking is
-// generous by the same rule as ChangedGroups: a key recorded that did not change is only
+// KeyedMap moves the group to its next mark epoch, a scan of the table only once in 7). Marking
+// is generous by the same rule as ChangedGroups: a key recorded that did not change is only
 // written again.
 //
 // Not thread-safe: the operator's task thread.

@@ -20,10 +20,15 @@
 // that sits nearer its home slot. Erase uses backward-shift deletion (no tombstones). A table
 // doubles when it becomes 80% full and halves when it falls below 10% (never below 8 slots).
 //
-// Change marks (incremental checkpoints, state/changed_entries.hpp): a bit per entry, kept in
-// the key's tag byte so that it costs no memory and setting it touches only the slot the update
-// touched already. try_emplace_marked sets it, unmark and unmark_group clear it; it moves with
-// the entry and is ignored by every lookup. Entries are made unmarked.
+// Change marks (incremental checkpoints, state/changed_entries.hpp): a 3-bit stamp per entry,
+// kept in the key's tag byte so that it costs no memory and setting it touches only the slot the
+// update touched already; it moves with the entry and is ignored by every lookup. An entry is
+// marked when its stamp equals its group's mark epoch (1 to 7; stamp 0: never marked, as entries
+// are made). try_emplace_marked stamps an entry with the epoch, unmark stamps it 0, and
+// unmark_group moves the group to the next epoch, which unmarks every entry at once: a scan of
+// the table (stamping every entry 0) only when the epochs run out, once in 7. Scanning at each
+// unmark_group took 6% of the CPU of loading 3.3 M windows with incremental checkpoints
+// (tests/bench/checkpoint.py), most of the extra time the task was held per checkpoint.
 //
 // References and pointers returned by get_or_insert/try_emplace/find stay valid until the next
 // insert or erase in the map (both may move other entries); visiting functions must not insert
@@ -56,23 +61,25 @@ namespace detail {
 // 16 bytes of key held in a slot: bytes[0..tag) inline when tag <= 15, else (tag == tag_long)
 // the length and the offset into a LongKeyStore, each 4 bytes in host byte order (memory only,
 // never written to a snapshot). Inline keys are zero-padded so that two equal keys are equal as
-// 16 bytes, but for the change mark: bit 0x40 of the tag of an entry (never of tag_empty), which
-// comparisons ignore.
+// 16 bytes, but for the change mark: bits 0x70 of the tag of an entry (never of tag_empty), which
+// comparisons ignore. Tag: bit 7 long, bits 6-4 the mark stamp, bits 3-0 the inline size.
 struct StoredKey {
   static constexpr std::size_t inline_capacity = 15;
   static constexpr std::uint8_t tag_long = 0x80;
   static constexpr std::uint8_t tag_empty = 0xFF;
-  static constexpr std::uint8_t tag_marked = 0x40;
+  static constexpr std::uint8_t tag_stamp = 0x70; // the mark stamp, 0 to 7
+  static constexpr unsigned stamp_shift = 4;
 
   char bytes[inline_capacity];
   std::uint8_t tag;
 
   bool empty() const { return tag == tag_empty; }
-  bool is_long() const { return (tag & ~tag_marked) == tag_long; }
-  std::uint8_t inline_size() const { return static_cast<std::uint8_t>(tag & ~tag_marked); }
-  bool marked() const { return !empty() && (tag & tag_marked) != 0; }
-  void set_marked(bool on) {
-    tag = static_cast<std::uint8_t>(on ? tag | tag_marked : tag & ~tag_marked);
+  bool is_long() const { return (tag & ~tag_stamp) == tag_long; }
+  std::uint8_t inline_size() const { return static_cast<std::uint8_t>(tag & ~tag_stamp); }
+  // The mark stamp of an entry (not of an empty slot).
+  std::uint8_t stamp() const { return static_cast<std::uint8_t>((tag & tag_stamp) >> stamp_shift); }
+  void set_stamp(std::uint8_t s) {
+    tag = static_cast<std::uint8_t>((tag & ~tag_stamp) | (s << stamp_shift));
   }
   std::uint32_t long_size() const {
     std::uint32_t v;
@@ -137,11 +144,11 @@ struct KeyProbe {
 
 inline bool key_matches(const StoredKey& stored, const KeyProbe& probe, const LongKeyStore* store) {
   if (probe.is_inline()) {
-    // As 16 bytes, but for the mark bit of the tag (byte 15: the top byte of the second word
+    // As 16 bytes, but for the mark stamp of the tag (byte 15: the top byte of the second word
     // on a little-endian host).
     constexpr std::uint64_t mark_bit = std::endian::native == std::endian::little
-                                           ? std::uint64_t{StoredKey::tag_marked} << 56
-                                           : std::uint64_t{StoredKey::tag_marked};
+                                           ? std::uint64_t{StoredKey::tag_stamp} << 56
+                                           : std::uint64_t{StoredKey::tag_stamp};
     std::uint64_t a[2], b[2];
     std::memcpy(a, &stored, sizeof a);
     std::memcpy(b, &probe.image, sizeof b);
@@ -240,9 +247,10 @@ public:
   // try_emplace() without arguments that also marks the entry; `newly_marked` tells whether it
   // was unmarked before (a new entry always was).
   std::pair<V*, bool> try_emplace_marked(std::string_view key, std::uint64_t hash, bool& newly_marked) {
-    auto [slot, inserted] = emplace_slot(key, hash);
-    newly_marked = !slot->key.marked();
-    slot->key.set_marked(true);
+    Group& g = group_for(hash);
+    auto [slot, inserted] = emplace_slot(g, key, hash);
+    newly_marked = slot->key.stamp() != g.epoch;
+    slot->key.set_stamp(g.epoch);
     return {&slot->value, inserted};
   }
 
@@ -251,20 +259,26 @@ public:
     Group& g = group_for(hash);
     std::uint32_t i = find_index(g, detail::KeyProbe(key), hash);
     if (i == npos) return std::nullopt;
-    const bool was = g.slots[i].key.marked();
-    g.slots[i].key.set_marked(false);
+    const bool was = g.slots[i].key.stamp() == g.epoch;
+    g.slots[i].key.set_stamp(0);
     return was;
   }
-  // Clears the mark of every entry of `key_group` (a scan of its table).
+  // Clears the mark of every entry of `key_group`: the next epoch, which no entry is stamped
+  // with (the stamps are 0 or of earlier epochs); after epoch 7 a scan stamps them all 0.
   void unmark_group(std::uint32_t key_group) {
     Group& g = group_at(key_group);
+    if (g.epoch < max_epoch) {
+      ++g.epoch;
+      return;
+    }
     for (std::uint32_t i = 0; i < g.capacity(); ++i)
-      if (!g.slots[i].key.empty()) g.slots[i].key.set_marked(false);
+      if (!g.slots[i].key.empty()) g.slots[i].key.set_stamp(0);
+    g.epoch = 1;
   }
   bool marked(std::string_view key, std::uint64_t hash) const {
     const Group& g = groups_[group_index(hash)];
     std::uint32_t i = find_index(g, detail::KeyProbe(key), hash);
-    return i != npos && g.slots[i].key.marked();
+    return i != npos && g.slots[i].key.stamp() == g.epoch;
   }
 
   V* find(std::string_view key, std::uint64_t hash) {
@@ -399,6 +413,7 @@ public:
     to.size = std::exchange(g.size, 0);
     to.grow_at = std::exchange(g.grow_at, 0);
     to.shift = std::exchange(g.shift, 0);
+    to.epoch = std::exchange(g.epoch, 1);
     to.long_keys = std::move(g.long_keys);
     size_ += to.size;
     from.size_ -= to.size;
@@ -433,6 +448,7 @@ private:
     std::uint32_t size = 0;
     std::uint32_t grow_at = 0; // size that triggers doubling (80% of capacity)
     std::uint8_t shift = 0;    // 64 - log2(capacity): home slot = hash >> shift
+    std::uint8_t epoch = 1;    // entries stamped with it are marked (1 to max_epoch)
     std::unique_ptr<detail::LongKeyStore> long_keys;
 
     std::uint32_t capacity() const { return slots == nullptr ? 0 : mask + 1; }
@@ -444,6 +460,7 @@ private:
 
   static constexpr std::uint32_t npos = UINT32_MAX;
   static constexpr std::uint32_t min_capacity = 8;
+  static constexpr std::uint8_t max_epoch = detail::StoredKey::tag_stamp >> detail::StoredKey::stamp_shift;
   static constexpr std::align_val_t slot_align{alignof(Slot) > 64 ? alignof(Slot) : 64};
 
   std::uint32_t group_index(std::uint64_t hash) const {
@@ -478,7 +495,10 @@ private:
 
   template <typename... Args>
   std::pair<Slot*, bool> emplace_slot(std::string_view key, std::uint64_t hash, Args&&... args) {
-    Group& g = group_for(hash);
+    return emplace_slot(group_for(hash), key, hash, std::forward<Args>(args)...);
+  }
+  template <typename... Args>
+  std::pair<Slot*, bool> emplace_slot(Group& g, std::string_view key, std::uint64_t hash, Args&&... args) {
     detail::KeyProbe probe(key);
     if (std::uint32_t i = find_index(g, probe, hash); i != npos) return {&g.slots[i], false};
     if constexpr (std::is_nothrow_constructible_v<V, Args...>) {
@@ -611,9 +631,9 @@ private:
       detail::StoredKey& k = g.slots[i].key;
       if (!k.is_long()) continue;
       std::string_view bytes = g.long_keys->get(k.long_offset(), k.long_size());
-      const bool marked = k.marked();
+      const std::uint8_t stamp = k.stamp();
       k.set_long(k.long_size(), fresh->add(bytes));
-      k.set_marked(marked);
+      k.set_stamp(stamp);
     }
     g.long_keys = std::move(fresh);
   }
@@ -625,6 +645,7 @@ private:
     g.size = 0;
     g.grow_at = 0;
     g.shift = 0;
+    g.epoch = 1;
     g.long_keys.reset();
   }
 

@@ -486,3 +486,39 @@ TEST_CASE("KeyedMap keeps change marks through moves and ignores them in lookups
   for (std::uint32_t g = 0; g < max_p; ++g) map.unmark_group(g);
   for (const std::string& k : keys) CHECK_FALSE(map.marked(k, hash_key_bytes(k)));
 }
+
+// unmark_group moves a group to its next mark epoch rather than scanning it, and scans once the
+// epochs run out: an entry marked in an earlier epoch, untouched since, must not read as marked
+// when the epochs come round again (it would then not be recorded when it changes).
+TEST_CASE("KeyedMap unmarks whole groups through many epochs", "[state][keyed_map]") {
+  KeyedMap<std::int64_t> map(key_group_range(0, 1, max_p), max_p);
+  std::vector<std::string> keys;
+  for (int k = 0; k < 3000; ++k)
+    keys.push_back(k % 2 ? "k" + std::to_string(k) : "a long key of more than fifteen bytes " + std::to_string(k));
+  for (int round = 0; round < 40; ++round) {
+    std::set<std::string> marked;
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+      if (k % 7 != static_cast<std::size_t>(round) % 7 && k % 11 != static_cast<std::size_t>(round) % 11) continue;
+      bool newly = false;
+      ++*map.try_emplace_marked(keys[k], hash_key_bytes(keys[k]), newly).first;
+      CHECK(newly);
+      marked.insert(keys[k]);
+    }
+    // Some marks cleared one by one, some entries erased and made again (unmarked).
+    for (std::size_t k = static_cast<std::size_t>(round); k < keys.size(); k += 97) {
+      if (round % 2) {
+        map.unmark(keys[k], hash_key_bytes(keys[k]));
+      } else {
+        map.erase(keys[k], hash_key_bytes(keys[k]));
+        map.get_or_insert(keys[k], hash_key_bytes(keys[k]));
+      }
+      marked.erase(keys[k]);
+    }
+    for (const std::string& k : keys) {
+      if (!map.contains(k, hash_key_bytes(k))) continue;
+      CHECK(map.marked(k, hash_key_bytes(k)) == (marked.count(k) == 1));
+    }
+    for (std::uint32_t g = 0; g < max_p; ++g) map.unmark_group(g);
+    for (const std::string& k : keys) CHECK_FALSE(map.marked(k, hash_key_bytes(k)));
+  }
+}
