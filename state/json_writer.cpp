@@ -260,7 +260,7 @@ void JsonRecordWriter::append(const Record& r, std::string& out) {
     default: { // a string with nothing to escape (plain_bound)
       std::string_view s = v.str();
       *p++ = '"';
-      std::memcpy(p, s.data(), s.size());
+      if (!s.empty()) std::memcpy(p, s.data(), s.size()); // an empty string's data may be null
       p += s.size();
       *p++ = '"';
       break;
