@@ -376,6 +376,16 @@ std::vector<std::string> random_records(std::mt19937_64& rng, std::size_t n) {
   return out;
 }
 
+// Each JSON line of `records` parsed into one record of `in`.
+void parse_all(const std::vector<std::string>& records, FieldNames& names, Batch& in) {
+  RecordBuilder builder;
+  for (const auto& r : records) {
+    builder.reset();
+    REQUIRE(parse_json_record(r, names, in, builder).ok());
+    builder.finish(in);
+  }
+}
+
 } // namespace
 
 TEST_CASE("merge equals adding everything to one slot, for every function", "[aggregates]") {
@@ -660,12 +670,7 @@ TEST_CASE("add_at after prepare equals add record by record, failures included",
   Table batched(entries);
   Block block(batched.aggs);
   Batch in;
-  RecordBuilder builder;
-  for (const auto& r : records) {
-    builder.reset();
-    REQUIRE(parse_json_record(r, batched.names, in, builder).ok());
-    builder.finish(in);
-  }
+  parse_all(records, batched.names, in);
   std::vector<std::string> batch_errors;
   batched.aggs.prepare(std::span<const Record>(in.begin(), in.end()), batched.ctx);
   for (std::size_t row = 0; row < in.size(); ++row)
@@ -692,12 +697,7 @@ TEST_CASE("add_at of count() alone equals add record by record", "[aggregates]")
     Table batched(entries);
     Block block(batched.aggs);
     Batch in;
-    RecordBuilder builder;
-    for (const auto& r : records) {
-      builder.reset();
-      REQUIRE(parse_json_record(r, batched.names, in, builder).ok());
-      builder.finish(in);
-    }
+    parse_all(records, batched.names, in);
     batched.aggs.prepare(std::span<const Record>(in.begin(), in.end()), batched.ctx);
     for (std::size_t row = 0; row < in.size(); ++row) REQUIRE(batched.aggs.add_at(block.get(), row, batched.ctx));
     CHECK(batched.emit(block) == single.emit(one));
