@@ -167,6 +167,17 @@ public:
                                                                std::string_view /*data*/) const {
     return std::unique_ptr<KeyGroupLoad>{};
   }
+  // A rescale that keeps a worker (pipeline/runtime/kept_state.hpp): `donor` is the same
+  // node's operator of the chain that worker ran before, opened for its old subtask, whose
+  // state is exactly the checkpoint being restored. Moves `key_group` (in the donor's range
+  // and in this one's) out of the donor into a load whose install() gives it to this operator
+  // as if it had been read from that checkpoint, without copying or decoding its entries.
+  // nullptr: this operator cannot take it (another type, or no support); the group is then
+  // read from the checkpoint. Task thread only; the donor is destroyed after the restore.
+  virtual std::unique_ptr<KeyGroupLoad> take_key_group_from(Operator& /*donor*/,
+                                                            std::uint32_t /*key_group*/) const {
+    return nullptr;
+  }
   // Called after open(), before any record, with the subtask state of EVERY old subtask
   // (index = old subtask, empty when it wrote none): the operator takes what its new subtask
   // index (ctx.subtask of ctx.parallelism) should hold.

@@ -53,6 +53,11 @@ public:
   std::int64_t last_seen() const { return last_seen_; }
   void touch(std::int64_t now) { last_seen_ = now; }
   std::size_t heap_bytes() const { return aggregates_ ? aggregates_->state_bytes() : 0; }
+  // The block moves to an operator of the same configuration (Operator::take_key_group_from),
+  // whose Aggregates lays it out alike and destroys it from now on.
+  void rebind(const Aggregates& aggregates) {
+    if (aggregates_ != nullptr) aggregates_ = &aggregates;
+  }
 
 private:
   void release() {
@@ -206,6 +211,24 @@ public:
     if (!rows_ || !rows_->key_group_range().contains(key_group))
       return restore_failure(key_group, "not a key group of this subtask");
     return KeyedDeltaLoad::load(*this, key_group, data, deltas);
+  }
+
+  // The donor's table of the group moves as it is (KeyedMap::adopt_group); each row then points
+  // at this operator's Aggregates, which outlives it (the donor's does not).
+  std::unique_ptr<KeyGroupLoad> take_key_group_from(Operator& donor_op, std::uint32_t key_group) const override {
+    auto* donor = dynamic_cast<Reduce*>(&donor_op);
+    if (donor == nullptr || !donor->rows_ || !rows_ || !donor->rows_->key_group_range().contains(key_group) ||
+        !rows_->key_group_range().contains(key_group) ||
+        donor->rows_->max_parallelism() != rows_->max_parallelism() ||
+        donor->aggregates_.state_bytes() != aggregates_.state_bytes() || donor->ttl_ms_ != ttl_ms_)
+      return nullptr;
+    auto load = std::make_unique<GroupLoad>(const_cast<Reduce&>(*this), key_group);
+    if (donor->rows_->group_size(key_group) != 0) {
+      load->rows_.adopt_group(key_group, *donor->rows_);
+      load->rows_.unmark_group(key_group); // as a restored entry: unmarked
+      load->rows_.for_each([&](std::string_view, Row& row) { row.rebind(aggregates_); });
+    }
+    return load;
   }
 
   Result<void> restore_key_group(std::uint32_t key_group, std::string_view data) override {

@@ -483,6 +483,35 @@ public:
     return KeyedDeltaLoad::load(*this, key_group, data, deltas);
   }
 
+  // The donor's tables of the group move as they are (KeyedMap::adopt_group); blocks are
+  // laid out by the aggregates, which are the donor's configuration and so this one's (the
+  // same node of the same pipeline, but for its parallelism). Its group timers are copied.
+  std::unique_ptr<KeyGroupLoad> take_key_group_from(Operator& donor_op, std::uint32_t key_group) const override {
+    auto* donor = dynamic_cast<AlignedWindows*>(&donor_op);
+    if (donor == nullptr || !donor->range_.contains(key_group) || !range_.contains(key_group) ||
+        donor->max_parallelism_ != max_parallelism_ || donor->window_.size != window_.size ||
+        donor->window_.slide != window_.slide || donor->aggregates_.state_bytes() != aggregates_.state_bytes())
+      return nullptr;
+    auto load = std::make_unique<GroupLoad>(const_cast<AlignedWindows&>(*this), key_group);
+    for (int di = 0; di < 2; ++di) {
+      Windows& from = *donor->domains_[di].windows;
+      if (from.group_size(key_group) == 0) continue;
+      load->windows_[di].adopt_group(key_group, from);
+      // As a restored entry: unmarked (incremental checkpoints track changes from the restore).
+      load->windows_[di].unmark_group(key_group);
+    }
+    donor->timers_->for_each_in_group(key_group, [&](const state::TimerView& t) {
+      load->timers_.push_back(state::StoredTimer{t.domain, {}, t.timestamp, t.tag});
+    });
+    for (const auto& t : load->timers_) { // group timers: hash = the group (schedule())
+      if (t.domain == state::TimeDomain::EventTime)
+        donor->timers_->delete_event_time({}, key_group, t.timestamp, t.tag);
+      else
+        donor->timers_->delete_processing_time({}, key_group, t.timestamp, t.tag);
+    }
+    return load;
+  }
+
 private:
   friend KeyedDeltaLoad; // load_key_group_with_deltas (ordinary lookup: not a new class here)
   using Windows = state::KeyedMap<Cell>;

@@ -59,6 +59,8 @@ public:
   std::uint64_t next_sequence() { return sequence_++; }
   // Non-blocking; false when the channel's queue is full (the message is left untouched).
   bool try_send(zmq::message_t& message);
+  // What is still queued is not wanted: closing drops it at once rather than lingering.
+  void drop_unsent() { socket_.set(zmq::sockopt::linger, 0); }
 
 private:
   zmq::socket_t socket_;

@@ -81,15 +81,22 @@ void write_barrier_payload(const BarrierPayload& barrier, std::string& out) {
   put_le<std::uint32_t>(bytes + 8, static_cast<std::uint32_t>(barrier.directory.size()));
   out.append(bytes, sizeof bytes);
   out.append(barrier.directory);
+  if (barrier.stops_job) out.push_back(static_cast<char>(1)); // the flags byte
 }
 
 std::optional<BarrierPayload> read_barrier_payload(std::string_view payload) {
   if (payload.size() < 12) return std::nullopt;
   auto length = get_le<std::uint32_t>(payload.data() + 8);
-  if (payload.size() != 12 + static_cast<std::size_t>(length)) return std::nullopt;
+  const std::size_t end = 12 + static_cast<std::size_t>(length);
+  if (payload.size() != end && payload.size() != end + 1) return std::nullopt;
   BarrierPayload b;
   b.checkpoint_id = get_le<std::uint64_t>(payload.data());
-  b.directory.assign(payload.substr(12));
+  b.directory.assign(payload.substr(12, length));
+  if (payload.size() == end + 1) {
+    auto flags = static_cast<std::uint8_t>(payload[end]);
+    if ((flags & ~1u) != 0) return std::nullopt;
+    b.stops_job = (flags & 1u) != 0;
+  }
   return b;
 }
 

@@ -19,7 +19,9 @@
 //                batch: the receiver takes the batch, then that watermark (not idle), as if
 //                a watermark frame had followed the data (it saves the message);
 //                for barrier, an 8-byte little-endian checkpoint id, a 4-byte little-endian
-//                length L and L bytes: the directory the checkpoint's files go to (UTF-8);
+//                length L and L bytes: the directory the checkpoint's files go to (UTF-8),
+//                then optionally 1 byte of flags (bit 0: the checkpoint stops the job, as a
+//                stop's or a rescale's: the sources emit nothing after it; other bits 0);
 //                for latency marker, an 8-byte little-endian signed wall-clock time in
 //                microseconds since the epoch: when a source made it ([metrics]
 //                latency_interval; it follows the records sent before it, never passes them);
@@ -87,6 +89,9 @@ std::optional<WatermarkPayload> read_watermark_payload(std::string_view payload)
 struct BarrierPayload {
   std::uint64_t checkpoint_id = 0;
   std::string directory; // where every task writes its snapshot file for this checkpoint
+  // The job halts after it (a stop, a rescale): no record follows the barrier, so a task's
+  // state after its snapshot stays that of the checkpoint unless it fires timers.
+  bool stops_job = false;
 };
 void write_barrier_payload(const BarrierPayload& barrier, std::string& out);
 // nullopt when the payload is not exactly one barrier.

@@ -7,6 +7,7 @@
 #include "pipeline/runtime/checkpoint_restore.hpp"
 #include "pipeline/runtime/incremental_snapshots.hpp"
 #include "pipeline/runtime/utc_clock.hpp"
+#include "pipeline/runtime/worker_reuse.hpp"
 #include "pipeline/spec/schema_check.hpp"
 #include "state/error.hpp"
 
@@ -215,7 +216,10 @@ void CheckpointCoordinator::complete() {
     spool_.sweep_live(restored_from_);
   }
   if (p.request.rescaled) {
-    workers_.halt_all();
+    std::vector<int> park;
+    if (keep_workers_on_rescale_)
+      for (const auto& reuse : plan_worker_reuse(job_, *p.request.rescaled)) park.push_back(reuse.old_task);
+    workers_.halt_all(park);
     // The sources stopped emitting at the savepoint's barrier.
     listener_.rescale_ready(std::move(*p.request.rescaled), r.client, p.started);
     return;
@@ -250,7 +254,8 @@ void CheckpointCoordinator::abort_pending(const std::string& why, bool error) {
     listener_.drain_instead();
   } else {
     // The sources stopped emitting for a stop that will not happen: let them go on.
-    workers_.send_sources(transport::ControlMessage{"RESUME", {}});
+    // Every task: those past the snapshot hold their processing-time timers until told.
+    workers_.send_all(transport::ControlMessage{"RESUME", {}});
   }
 }
 

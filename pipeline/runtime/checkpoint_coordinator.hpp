@@ -101,6 +101,9 @@ public:
   // checkpoint_counts); unset: kept as the ACK says.
   using CountsOfTask = std::function<std::string(const TaskRuntime&, std::string_view)>;
   void set_counts_of_task(CountsOfTask counts) { counts_of_task_ = std::move(counts); }
+  // Whether a rescale keeps the workers whose key groups stay (worker_reuse.hpp): local
+  // workers only, for now.
+  void set_keep_workers_on_rescale(bool keep) { keep_workers_on_rescale_ = keep; }
 
   bool pending() const { return pending_.has_value(); }
   // The checkpoint or savepoint being taken now and its directory, if any: where the
@@ -143,6 +146,7 @@ private:
   void complete();
 
   const LoadedJob& job_;
+  bool keep_workers_on_rescale_ = false;
   const CheckpointSettings& settings_;
   std::string job_id_;
   WorkerPool& workers_;

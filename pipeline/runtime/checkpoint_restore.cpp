@@ -229,8 +229,10 @@ Result<void> install_group(std::uint32_t group, operators::Operator& op, GroupSl
 } // namespace
 
 Result<void> restore_key_groups(const CheckpointRestore& restore, const std::string& node,
-                                state::KeyGroupRange range, operators::Operator& op) {
-  const auto segments = restore.keyed_segments(node, range);
+                                state::KeyGroupRange range, operators::Operator& op,
+                                const std::function<bool(std::uint32_t)>& skip) {
+  auto segments = restore.keyed_segments(node, range);
+  if (skip) std::erase_if(segments, [&](const auto& s) { return skip(s.key_group); });
   std::vector<GroupSlot> slots(segments.size());
   const std::size_t helpers =
       std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), segments.size());

@@ -18,6 +18,7 @@
 // Not thread-safe: one per task thread.
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -84,9 +85,11 @@ private:
 // threads, one group at a time each, while the calling (task) thread installs the groups in
 // order. The helpers touch no state of the operator; all have ended when this returns. The
 // failure is that of the first group, in group order, that fails: what a sequential restore
-// reports ("key group 7: ..." for a segment the operator refuses).
+// reports ("key group 7: ..." for a segment the operator refuses). Groups for which `skip`
+// says true are left alone: the operator has them already (a rescale that kept the worker).
 Result<void> restore_key_groups(const CheckpointRestore& restore, const std::string& node,
-                                state::KeyGroupRange range, operators::Operator& op);
+                                state::KeyGroupRange range, operators::Operator& op,
+                                const std::function<bool(std::uint32_t)>& skip = {});
 
 // Checks, before a job starts from `restore`, that it fits `spec`: the same max_parallelism
 // (another would move keys to other key groups), and every node that has state in it still

@@ -42,7 +42,11 @@ public:
   // Sends without blocking; a peer that is gone (router_mandatory) misses the message: a
   // worker's exit is handled through SIGCHLD, and a client that left needs no answer.
   void send(const std::string& identity, const transport::ControlMessage& message);
-  static std::string task_identity(int task) { return "task-" + std::to_string(task); }
+  // A worker's identity: unique per attempt, so that a worker a rescale keeps, still connected
+  // under its old task's identity, is never taken for the new worker of that task.
+  static std::string task_identity(int task, int attempt) {
+    return "task-" + std::to_string(task) + "." + std::to_string(attempt);
+  }
 
   struct Incoming {
     std::string identity;

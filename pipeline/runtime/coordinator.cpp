@@ -31,6 +31,7 @@
 #include "pipeline/runtime/tap_relay.hpp"
 #include "pipeline/runtime/worker_bootstrap.hpp"
 #include "pipeline/runtime/worker_pool.hpp"
+#include "pipeline/runtime/worker_reuse.hpp"
 #include "pipeline/spec/schema_check.hpp"
 #include "state/error.hpp"
 
@@ -121,6 +122,9 @@ public:
     if (snapshots_on_coordinator()) uploads_ = std::make_unique<SnapshotReceiver>(log_);
     commands_->set_metrics([this] { return current_metrics(); });
     commands_->set_warnings([this] { return data_warnings(/*at_end=*/false); });
+    // A rescale keeps the workers whose key groups stay (kept_chain.hpp); with hosts each
+    // worker's process is behind its launcher (ssh, srun), which cannot take a new task yet.
+    checkpoints_->set_keep_workers_on_rescale(hosts_.empty() && cluster_.launcher == pipeline::LauncherKind::Local);
     checkpoints_->set_counts_of_task([this](const TaskRuntime& t, std::string_view counts) {
       return metrics_book_.checkpoint_counts(t.task->subtask, counts);
     });
@@ -220,7 +224,8 @@ private:
       args.run_tag = registration_->id();
     }
     args.log_flags = options_.worker_log_flags;
-    workers_.start(job_, args);
+    workers_.start(job_, args, std::move(kept_));
+    kept_.clear();
     if (!hosts_.empty()) log_.info("placement: {}", describe_placement());
     state_->record("running");
     log_.info("job {} started: {} worker(s){}", registration_->id(), workers_.size(),
@@ -234,8 +239,16 @@ private:
   // it (SPEC §7: state redistributed by key group). The job keeps its id. False when the new
   // parallelism does not fit the hosts: the job fails (its savepoint stays).
   bool rescale() {
-    workers_.clear(); // they point into the old plan
-    job_ = state_->take_rescaled();
+    LoadedJob next = state_->take_rescaled();
+    // The workers parked for tasks of the next plan (worker_reuse.hpp) go on; the others have
+    // gone, and the pool points into the old plan.
+    std::map<int, ParkedWorker> parked = workers_.take_parked();
+    kept_.clear();
+    for (const auto& reuse : plan_worker_reuse(job_, next))
+      if (auto it = parked.find(reuse.old_task); it != parked.end()) kept_[reuse.new_task] = std::move(it->second);
+    parked.clear(); // any other is killed
+    workers_.clear();
+    job_ = std::move(next);
     ++attempt_;
     restore_from_ = *checkpoints_->latest_completed();
     registration_->write_pipeline(job_.text, job_.overrides, job_.variables);
@@ -247,8 +260,9 @@ private:
         return false;
       }
     }
-    log_.info("rescaling: restarting with {} from {}", describe_parallelism(job_.spec),
-              restore_from_.string());
+    log_.info("rescaling: restarting with {} from {}{}", describe_parallelism(job_.spec),
+              restore_from_.string(),
+              kept_.empty() ? std::string() : ", keeping " + std::to_string(kept_.size()) + " worker(s)");
     return true;
   }
 
@@ -317,6 +331,13 @@ private:
   }
 
   void start_data_flow() {
+    unsigned kept_groups = 0, kept_workers = 0;
+    for (const auto& t : workers_.tasks()) {
+      kept_groups += t.kept_groups;
+      kept_workers += t.kept_groups > 0 ? 1 : 0;
+    }
+    if (kept_workers > 0)
+      log_.info("{} worker(s) kept {} key group(s) in memory from before the rescale", kept_workers, kept_groups);
     transport::ControlMessage start{"START", {}};
     if (options_.savepoint_on_exit) start.set("at_end", "savepoint");
     for (const auto& t : workers_.tasks())
@@ -532,6 +553,7 @@ private:
   transport::LinkSecurity security_ = transport::LinkSecurity::plain();
   std::string worker_endpoint_;
   int attempt_ = 0; // every start of workers: restarts and rescales; tells old messages apart
+  std::map<int, ParkedWorker> kept_; // a rescale's parked workers, by their next task, until launch
   std::filesystem::path restore_from_; // what the running attempt started from
   Clock::time_point started_ = Clock::now();
 };

@@ -66,6 +66,13 @@ public:
   // the records pending on it.
   void send_latency_marker(std::int64_t created_us);
 
+  // The job has halted after a checkpoint and this process goes on (a rescale kept it):
+  // nothing unsent matters, and its peers may be gone, so closing must not linger.
+  void drop_unsent() {
+    for (auto& edge : edges_)
+      for (auto& channel : edge.channels) channel.socket->drop_unsent();
+  }
+
   std::uint64_t records_sent() const { return records_sent_; }
   std::uint64_t batches_sent() const { return batches_sent_; }
   std::uint64_t bytes_sent() const { return bytes_sent_; } // frames of every kind

@@ -84,6 +84,7 @@ void Supervisor::handle_message(const transport::ControlMessage& m) {
     t.worker_pid = static_cast<int>(m.get_int("pid", 0));
     t.ready = true;
     t.endpoint = m.get("endpoint");
+    t.kept_groups = static_cast<unsigned>(m.get_int("kept_groups", 0));
   } else if (m.type == "HEARTBEAT") {
     t.record_report(t.last_seen, decode_metrics(m.get("metrics")), TaskLoad::read_from(m));
     t.latency = decode_latency(m.get("latency"));

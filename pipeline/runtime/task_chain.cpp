@@ -1,5 +1,7 @@
 #include "pipeline/runtime/task_chain.hpp"
 
+#include <algorithm>
+
 #include "pipeline/runtime/checkpoint_restore.hpp"
 
 namespace streamctl::runtime {
@@ -262,10 +264,38 @@ std::vector<std::string_view> views_of(const std::vector<std::string>& all) {
 [[noreturn]] void restore_failed(const std::string& node, const std::string& why) {
   throw Error(ErrorKind::Snapshot, "cannot restore the state of '" + node + "': " + why);
 }
+
+// The key groups of `range` that `op` takes from `donor`'s operator of the same node, installed
+// now; true at a group's index (from range.first) when it was. Stops at the first the
+// operator cannot take: that one and the rest are read from the checkpoint.
+std::vector<bool> take_kept_groups(const std::string& node, state::KeyGroupRange range,
+                                          operators::Operator& op, TaskChain& donor) {
+  std::vector<bool> taken(range.size(), false);
+  operators::Operator* from = donor.operator_of(node);
+  if (from == nullptr || !from->has_state()) return taken;
+  const state::KeyGroupRange kept = donor.key_groups();
+  for (std::uint32_t g = std::max(range.first, kept.first); g < std::min(range.end, kept.end); ++g) {
+    auto load = op.take_key_group_from(*from, g);
+    if (!load) break;
+    if (auto ok = load->install(); !ok) restore_failed(node, "key group " + std::to_string(g) + ": " + ok.error());
+    taken[g - range.first] = true;
+  }
+  return taken;
+}
+
 } // namespace
 
-void TaskChain::restore(CheckpointRestore& restore) {
+operators::Operator* TaskChain::operator_of(const std::string& name) const {
   const std::size_t offset = source_ ? 1 : 0;
+  for (std::size_t position = offset; position < node_indices_.size(); ++position)
+    if (position - offset < operators_.size() && spec_.nodes[node_indices_[position]].name == name)
+      return operators_[position - offset].get();
+  return nullptr;
+}
+
+std::size_t TaskChain::restore(CheckpointRestore& restore, TaskChain* donor) {
+  const std::size_t offset = source_ ? 1 : 0;
+  std::size_t kept_groups = 0;
   for (std::size_t position = 0; position < node_indices_.size(); ++position) {
     const std::string& name = spec_.nodes[node_indices_[position]].name;
     if (!restore.has_node(name)) continue; // a node new in this pipeline starts empty
@@ -286,10 +316,14 @@ void TaskChain::restore(CheckpointRestore& restore) {
     }
     operators::Operator& op = *operators_[position - offset];
     if (!op.has_state()) continue;
-    if (auto ok = restore_key_groups(restore, name, key_groups_, op); !ok) restore_failed(name, ok.error());
+    std::vector<bool> taken = donor ? take_kept_groups(name, key_groups_, op, *donor) : std::vector<bool>{};
+    kept_groups += static_cast<std::size_t>(std::count(taken.begin(), taken.end(), true));
+    const auto skip = [&](std::uint32_t g) { return !taken.empty() && taken[g - key_groups_.first]; };
+    if (auto ok = restore_key_groups(restore, name, key_groups_, op, skip); !ok) restore_failed(name, ok.error());
     auto subtasks = subtask_state(state::SegmentKind::Subtask);
     if (auto ok = op.restore_subtask_state(views_of(subtasks)); !ok) restore_failed(name, ok.error());
   }
+  return kept_groups;
 }
 
 std::vector<NodeMetrics> TaskChain::metrics(StateFigures state) const {

@@ -116,11 +116,18 @@ public:
   static std::vector<SnapshotSegment> assemble(EdgeSegments edges, std::vector<SnapshotSegment> operators);
   // The chain's operators (not the source or sink), in chain order: what a Plan's groups index.
   std::vector<operators::Operator*> operators() const;
+  // The operator of node `name` in this chain; nullptr when it has none (or it is the source
+  // or the sink).
+  operators::Operator* operator_of(const std::string& name) const;
   // The checkpoint `checkpoint_id` completed: the sink publishes what it prepared for it.
   void commit(std::uint64_t checkpoint_id);
   // Before the first record: takes this subtask's share of the state in `restore`. Throws
   // Error(Snapshot) naming the node when a segment cannot be read or an operator refuses it.
-  void restore(CheckpointRestore& restore);
+  // `donor`: the chain this worker ran before a rescale kept it, whose operators hold exactly
+  // the state of `restore` (worker.cpp checks that): the key groups both own move from its
+  // operators of the same node (Operator::take_key_group_from) rather than being read, and
+  // leave it. Returns how many groups moved so.
+  std::size_t restore(CheckpointRestore& restore, TaskChain* donor = nullptr);
   // All input has ended: operators emit what they hold, but the sink does not publish yet
   // (finish_sink does, once the whole job has finished), so that a restart before then
   // publishes nothing twice.

@@ -13,6 +13,7 @@
 #include "pipeline/runtime/barrier_aligner.hpp"
 #include "pipeline/runtime/checkpoint_restore.hpp"
 #include "pipeline/runtime/checkpoint_settings.hpp"
+#include "pipeline/runtime/control_channel.hpp"
 #include "pipeline/runtime/forked_snapshot.hpp"
 #include "pipeline/runtime/final_publish.hpp"
 #include "operators/wall_clock.hpp"
@@ -20,6 +21,7 @@
 #include "pipeline/runtime/job_loader.hpp"
 #include "pipeline/runtime/job_registry.hpp"
 #include "pipeline/runtime/job_security.hpp"
+#include "pipeline/runtime/kept_chain.hpp"
 #include "pipeline/runtime/job_metrics.hpp"
 #include "pipeline/runtime/latency_window.hpp"
 #include "pipeline/runtime/liveness_beacon.hpp"
@@ -47,8 +49,11 @@ using namespace std::chrono_literals;
 
 struct Cancelled {};
 // The coordinator ends the task after a savepoint that stops the job: nothing more is
-// published, open windows stay in the savepoint.
-struct Halted {};
+// published, open windows stay in the savepoint. `park`: a rescale keeps this worker
+// (kept_chain.hpp).
+struct Halted {
+  bool park = false;
+};
 
 constexpr auto kHeartbeatEvery = 1s;
 constexpr auto kProcessingTimeTick = 100ms;
@@ -57,9 +62,12 @@ constexpr int kFramesPerTurn = 64;
 
 class Worker {
 public:
-  Worker(const WorkerOptions& options, spdlog::logger& log)
+  // `kept`: what this process ran before a rescale reassigned it (kept_chain.hpp).
+  Worker(const WorkerOptions& options, spdlog::logger& log, std::optional<KeptChain> kept = std::nullopt)
       : options_(options), log_(log), control_(context_, zmq::socket_type::dealer),
-        refusals_(log, "task " + std::to_string(options.task)) {}
+        refusals_(log, "task " + std::to_string(options.task)), kept_(std::move(kept)),
+        field_names_(kept_ && kept_->names ? std::move(kept_->names) : std::make_unique<state::FieldNames>()),
+        names_(*field_names_) {}
 
   ~Worker() {
     beacon_.reset();
@@ -72,7 +80,7 @@ public:
   }
 
   int run() {
-    control_.set(zmq::sockopt::routing_id, "task-" + std::to_string(options_.task));
+    control_.set(zmq::sockopt::routing_id, ControlChannel::task_identity(options_.task, options_.attempt));
     control_.set(zmq::sockopt::linger, 2000);
     // The job's keys, when its links leave this host (job_security.hpp): the ZAP handler must
     // run before the input gate binds as a CURVE server.
@@ -96,6 +104,7 @@ public:
       setup();
       if (chain_->source() != nullptr) run_source_loop();
       else run_input_loop();
+      state_changes();
       chain_->finish_operators(emitter());
       if (router_) router_->send_end_of_input();
       log_.debug("{} finished: sent {} records in {} batches", chain_->label(), router_->records_sent(),
@@ -114,8 +123,9 @@ public:
       if (auto ok = mark_task_published(options_.job_dir, static_cast<std::size_t>(options_.task)); !ok)
         log_.warn("{}", ok.error()); // `restart` then counts this task's output as incomplete
       return 0;
-    } catch (const Halted&) {
+    } catch (const Halted& halted) {
       if (chain_) chain_->abort();
+      if (halted.park) return park();
       log_.debug("task {} halted after a savepoint", options_.task);
       return 0;
     } catch (const Cancelled&) {
@@ -133,7 +143,52 @@ public:
     }
   }
 
+  // After run(): whether a rescale gave this process another task, which task, and what it
+  // keeps of this one.
+  const std::optional<Reassignment>& reassignment() const { return reassignment_; }
+  KeptChain take_kept() {
+    KeptChain k;
+    k.names = std::move(field_names_);
+    k.registry = std::move(registry_);
+    k.job = std::move(job_);
+    k.tap = std::move(tap_);
+    k.chain = std::move(chain_);
+    if (snapshot_state_) {
+      k.checkpoint_id = snapshot_state_->checkpoint_id;
+      k.checkpoint_dir = snapshot_state_->directory;
+    }
+    return k;
+  }
+
 private:
+  // HALT park=1: a rescale keeps this process (kept_chain.hpp). Its chain stays until REASSIGN
+  // says which task it runs next; CANCEL or HALT, or no word for as long as a start may take,
+  // end it as a halted worker.
+  int park() {
+    log_.debug("task {} parked after the rescale's checkpoint{}", options_.task,
+               snapshot_state_ ? "" : " (its state has changed since: the next task reads it from files)");
+    auto deadline = Clock::now() + 60s;
+    while (Clock::now() < deadline) {
+      auto message = receive_control(200ms);
+      if (!message) continue;
+      if (message->type == "CANCEL") return 2;
+      if (message->type == "HALT") return 0;
+      if (message->type != "REASSIGN") continue;
+      Reassignment next;
+      next.task = static_cast<int>(message->get_int("task", -1));
+      next.attempt = static_cast<int>(message->get_int("attempt", -1));
+      next.restore = message->get("restore");
+      if (next.task < 0 || next.attempt < 0 || next.restore.empty()) {
+        log_.warn("task {}: ignored a malformed REASSIGN", options_.task);
+        continue;
+      }
+      reassignment_ = std::move(next);
+      if (router_) router_->drop_unsent();
+      return 0;
+    }
+    return 0;
+  }
+
   int report_failure(const std::string& message, const std::string& kind) {
     if (chain_) chain_->abort();
     std::string where = chain_ ? chain_->label() : "task " + std::to_string(options_.task);
@@ -179,6 +234,8 @@ private:
     chain_->set_tap(tap_.get());
     if (options_.on_label) options_.on_label(chain_->label());
     if (!options_.restore.empty()) restore_chain();
+    // What the old chain still holds belongs to other subtasks now, which read it from files.
+    kept_.reset();
     exactly_once_ = job_->spec.root["checkpoint"]["mode"].value_or(std::string("exactly-once")) != "at-least-once";
 
     std::string endpoint;
@@ -192,7 +249,10 @@ private:
       endpoint = gate_->endpoint();
     }
     // Its own pid: on another host the coordinator only knows the pid of its ssh.
-    send(transport::ControlMessage{"READY", {}}.set("endpoint", endpoint).set("pid", std::to_string(::getpid())));
+    send(transport::ControlMessage{"READY", {}}
+             .set("endpoint", endpoint)
+             .set("pid", std::to_string(::getpid()))
+             .set("kept_groups", std::to_string(kept_groups_)));
 
     // Wait for the coordinator to say where every task's input gate is.
     std::map<int, std::string> endpoints;
@@ -230,13 +290,18 @@ private:
     }
     auto restore = CheckpointRestore::open(staged ? staged->path() : options_.restore);
     if (!restore) throw Error(ErrorKind::Snapshot, on_coordinator(restore.error()));
+    TaskChain* donor = nullptr;
+    if (kept_ && kept_->holds(restore->metadata().checkpoint_id, restore->dir())) donor = kept_->chain.get();
+    else if (kept_) log_.debug("{}: the state kept from before the rescale is not that of {}: read from files",
+                               chain_->label(), options_.restore.string());
     try {
-      chain_->restore(*restore);
+      kept_groups_ = chain_->restore(*restore, donor);
     } catch (const Error& e) {
       throw Error(e.kind(), on_coordinator(e.what()));
     }
-    log_.debug("{} restored from {}{}", chain_->label(), options_.restore.string(),
-               staged ? " (fetched from the coordinator)" : "");
+    log_.debug("{} restored from {}{}{}", chain_->label(), options_.restore.string(),
+               staged ? " (fetched from the coordinator)" : "",
+               donor ? ", " + std::to_string(kept_groups_) + " key group(s) kept in memory" : "");
   }
 
   // On the address this host reaches the coordinator from, which the coordinator (and the
@@ -274,6 +339,7 @@ private:
       auto status = source.poll(batch, settings_.batch_size);
       auto now = Clock::now();
       if (!batch.empty()) {
+        state_changes();
         chain_->push(batch, emit);
         last_data = now;
         idle = false;
@@ -350,6 +416,7 @@ private:
     bytes_received_ += message.size();
     switch (header->kind) {
     case transport::FrameKind::EndOfInput: {
+      state_changes(); // the job goes on to its end after all
       ++ended_channels_;
       log_.debug("end of input on channel {:#x} after {} frames ({} of {})", header->channel, header->sequence,
                  ended_channels_, expected);
@@ -399,6 +466,7 @@ private:
     payload = std::string_view(static_cast<const char*>(owned->data()) + skip, owned->size() - skip);
     auto batch = state::decode_batch(payload, owned, names_);
     if (!batch) throw Error(ErrorKind::Internal, "received a corrupt batch: " + batch.error());
+    state_changes();
     chain_->push(*batch, emitter(), header->input_index);
     if (piggyback)
       if (auto advanced = watermarks_->on_watermark(header->channel, *piggyback)) advance_watermark(*advanced);
@@ -466,6 +534,8 @@ private:
     if (const operators::Source* source = chain_->source())
       referenced_files_[barrier.checkpoint_id] = source->referenced_files();
     if (pass_barrier_on) router_->send_barrier(barrier);
+    if (barrier.stops_job) snapshot_state_ = barrier;
+    else snapshot_state_.reset();
     timing.pause_ms = static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
     log_.debug("checkpoint {}: state taken in {} ms{}", barrier.checkpoint_id, timing.pause_ms,
@@ -572,8 +642,12 @@ private:
     }
   }
 
+  // Something reaches the chain: its state may no longer be that of its last snapshot.
+  void state_changes() { snapshot_state_.reset(); }
+
   void advance_watermark(std::int64_t watermark) {
     watermark_ = watermark;
+    state_changes();
     chain_->push_watermark(watermark, emitter());
     router_->send_watermark(watermark);
   }
@@ -584,7 +658,10 @@ private:
 
   // Processing-time timers (windows without event time, ttl) fire from here.
   void tick_processing_time(Clock::time_point now) {
-    if (now < next_tick_) return;
+    // Not after the snapshot of a checkpoint that stops the job: its state stays that of the
+    // checkpoint, for a rescale that keeps this worker (kept_chain.hpp); what the timers would
+    // emit after it is never published anyway.
+    if (now < next_tick_ || snapshot_state_) return;
     next_tick_ = now + kProcessingTimeTick;
     chain_->push_processing_time(operators::wall_clock_ms(), emitter());
   }
@@ -708,11 +785,15 @@ private:
 
   void handle_control(const transport::ControlMessage& message) {
     if (message.type == "CANCEL") throw Cancelled{};
-    if (message.type == "HALT") throw Halted{};
+    if (message.type == "HALT") throw Halted{message.get("park") == "1"};
     if (message.type == "STOP") stop_requested_ = true;
     if (message.type == "TAP" && tap_) tap_->open(message, Clock::now());
     if (message.type == "UNTAP" && tap_) tap_->close(message.get("tap"));
-    if (message.type == "RESUME" && !exhausted_) source_halted_ = false;
+    if (message.type == "RESUME") {
+      // The checkpoint that was to stop the job failed: it goes on (every task is told).
+      snapshot_state_.reset();
+      if (!exhausted_) source_halted_ = false;
+    }
     if (message.type == "TRIGGER" && chain_ && message.get("final") == "1") {
       transport::BarrierPayload barrier;
       barrier.checkpoint_id = static_cast<std::uint64_t>(message.get_int("checkpoint", 0));
@@ -726,6 +807,7 @@ private:
       t.barrier.checkpoint_id = static_cast<std::uint64_t>(message.get_int("checkpoint", 0));
       t.barrier.directory = message.get("dir");
       t.stop = message.get("stop") == "1";
+      t.barrier.stops_job = t.stop;
       t.savepoint = message.get("savepoint") == "1";
       if (t.barrier.checkpoint_id > 0 && !t.barrier.directory.empty()) triggers_.push_back(std::move(t));
     }
@@ -755,7 +837,10 @@ private:
   std::unique_ptr<LoadedJob> job_;
   RuntimeSettings settings_;
   pipeline::Task task_;
-  state::FieldNames names_;
+  std::optional<KeptChain> kept_; // from before a rescale, until the restore
+  // Shared with the chain kept from before a rescale, whose state names fields by its ids.
+  std::unique_ptr<state::FieldNames> field_names_;
+  state::FieldNames& names_;
   std::unique_ptr<RecordTap> tap_; // before chain_, which points at it
   std::unique_ptr<TaskChain> chain_;
   std::unique_ptr<transport::InputGate> gate_;
@@ -771,6 +856,11 @@ private:
     bool savepoint = false;
   };
   std::deque<Trigger> triggers_;
+  // The barrier of the last snapshot when it stops the job and nothing has reached the chain
+  // since: its operators hold exactly that checkpoint's state (kept_chain.hpp).
+  std::optional<transport::BarrierPayload> snapshot_state_;
+  std::size_t kept_groups_ = 0;            // key groups the restore took from kept_
+  std::optional<Reassignment> reassignment_; // after park(): the next task
   std::optional<transport::BarrierPayload> final_trigger_; // the job's final checkpoint
   bool final_trigger_savepoint_ = false;                   // ... is a savepoint
   std::unique_ptr<StagingDir> staging_;             // storage = "coordinator": files before upload
@@ -813,8 +903,23 @@ private:
 } // namespace
 
 int run_worker(const WorkerOptions& options, spdlog::logger& log) {
-  Worker worker(options, log);
-  return worker.run();
+  WorkerOptions current = options;
+  std::optional<KeptChain> kept;
+  for (;;) {
+    Reassignment next;
+    {
+      Worker worker(current, log, std::move(kept));
+      int code = worker.run();
+      if (!worker.reassignment()) return code;
+      next = *worker.reassignment();
+      kept = worker.take_kept();
+    } // its sockets close here, before the next task's connect under their own identities
+    log.debug("task {} of attempt {} runs task {} of attempt {} now", current.task, current.attempt,
+              next.task, next.attempt);
+    current.task = next.task;
+    current.attempt = next.attempt;
+    current.restore = next.restore;
+  }
 }
 
 } // namespace streamctl::runtime

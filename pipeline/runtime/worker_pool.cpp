@@ -1,5 +1,6 @@
 #include "pipeline/runtime/worker_pool.hpp"
 
+#include <algorithm>
 #include <sys/wait.h>
 #include <thread>
 
@@ -16,7 +17,7 @@ constexpr auto kHaltGrace = 10s;
 
 } // namespace
 
-void WorkerPool::start(const LoadedJob& job, const AttemptArgs& args) {
+void WorkerPool::start(const LoadedJob& job, const AttemptArgs& args, std::map<int, ParkedWorker> kept) {
   attempt_ = args.attempt;
   for (const auto& task : job.plan.tasks) {
     const pipeline::Chain& chain = job.plan.chains[static_cast<std::size_t>(task.chain)];
@@ -28,6 +29,19 @@ void WorkerPool::start(const LoadedJob& job, const AttemptArgs& args) {
     auto id = static_cast<std::size_t>(task.id);
     if (id < args.hosts.size()) rt.host = args.hosts[id];
 
+    if (auto it = kept.find(task.id); it != kept.end()) {
+      // It starts this task as a new worker would, keeping what its old one holds of it.
+      ParkedWorker& worker = it->second;
+      control_.send(ControlChannel::task_identity(worker.old_task, worker.old_attempt),
+                    transport::ControlMessage{"REASSIGN", {}}
+                        .set("task", std::to_string(task.id))
+                        .set("attempt", std::to_string(args.attempt))
+                        .set("restore", args.restore.string()));
+      rt.process = std::move(worker.process);
+      rt.last_seen = Clock::now();
+      tasks_.push_back(std::move(rt));
+      continue;
+    }
     WorkerLaunch launch;
     launch.task = task.id;
     launch.label = rt.label;
@@ -108,7 +122,7 @@ std::vector<std::vector<NodeMetrics>> WorkerPool::metrics() const {
 
 void WorkerPool::send(const TaskRuntime& task, const transport::ControlMessage& message) {
   if (!task.process->running()) return;
-  control_.send(ControlChannel::task_identity(task.task->id), message);
+  control_.send(ControlChannel::task_identity(task.task->id, attempt_), message);
 }
 
 void WorkerPool::send_all(const transport::ControlMessage& message) {
@@ -125,15 +139,30 @@ void WorkerPool::cancel_all() {
   end_all("CANCEL", kCancelGrace, 10ms);
 }
 
-void WorkerPool::halt_all() {
-  end_all("HALT", kHaltGrace, 5ms);
+void WorkerPool::halt_all(const std::vector<int>& park) {
+  end_all("HALT", kHaltGrace, 5ms, park);
+}
+
+std::map<int, ParkedWorker> WorkerPool::take_parked() {
+  std::map<int, ParkedWorker> out;
+  for (auto& t : tasks_)
+    if (t.parked && t.process && t.process->running())
+      out[t.task->id] = ParkedWorker{t.task->id, attempt_, std::move(t.process)};
+  std::erase_if(tasks_, [](const TaskRuntime& t) { return !t.process; });
+  return out;
 }
 
 void WorkerPool::end_all(const char* message, std::chrono::milliseconds grace,
-                         std::chrono::milliseconds poll) {
-  send_all(transport::ControlMessage{message, {}});
+                         std::chrono::milliseconds poll, const std::vector<int>& park) {
+  for (auto& t : tasks_) {
+    t.parked = std::find(park.begin(), park.end(), t.task->id) != park.end();
+    transport::ControlMessage m{message, {}};
+    if (t.parked) m.set("park", "1");
+    send(t, m);
+  }
   auto deadline = Clock::now() + grace;
   for (auto& t : tasks_) {
+    if (t.parked) continue;
     while (t.process->running() && Clock::now() < deadline) {
       int status = 0;
       if (::waitpid(t.process->pid(), &status, WNOHANG) == t.process->pid())

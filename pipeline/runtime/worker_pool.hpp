@@ -39,6 +39,8 @@ struct TaskRuntime {
   std::string endpoint; // where its input is bound, from READY
   int worker_pid = 0;   // the worker's pid on its host, from READY (0: not ready yet)
   bool ready = false;
+  bool parked = false;       // told to wait for a task of the next plan (kept_chain.hpp)
+  unsigned kept_groups = 0;  // from READY: key groups its restore kept in memory
   bool finished = false;
   Clock::time_point last_seen;
   std::vector<NodeMetrics> metrics; // the latest report's (attempt counters)
@@ -76,6 +78,13 @@ struct AttemptArgs {
   std::string bootstrap;
 };
 
+// A worker that a rescale keeps (kept_chain.hpp), parked by halt_all, for start() to reassign.
+struct ParkedWorker {
+  int old_task = 0;
+  int old_attempt = 0;
+  std::unique_ptr<ChildProcess> process;
+};
+
 class WorkerPool {
 public:
   WorkerPool(Launcher& launcher, ControlChannel& control)
@@ -86,7 +95,11 @@ public:
 
   // Starts one worker per task of `job`'s plan; `job` must outlive the attempt. Throws what
   // Launcher::start throws.
-  void start(const LoadedJob& job, const AttemptArgs& args);
+  // `kept`, by task id of `job`'s plan: workers parked in the last attempt that run those tasks
+  // now (told by REASSIGN) instead of new ones.
+  void start(const LoadedJob& job, const AttemptArgs& args, std::map<int, ParkedWorker> kept = {});
+  // The parked workers still running, by their task id in this attempt; they leave the pool.
+  std::map<int, ParkedWorker> take_parked();
   // Kills and reaps every worker still running; the attempt is over.
   void clear() { tasks_.clear(); }
 
@@ -115,8 +128,9 @@ public:
 
   // CANCEL, a grace period to abort sinks, then SIGKILL: every worker is reaped after.
   void cancel_all();
-  // HALT (end without publishing more), a grace period, then SIGKILL.
-  void halt_all();
+  // HALT (end without publishing more), a grace period, then SIGKILL. The tasks in `park`
+  // (a rescale keeps their workers) are told HALT park=1 instead, and not waited for.
+  void halt_all(const std::vector<int>& park = {});
   // RELEASE (every task has finished: exit), then waits for every worker to exit so that its
   // output is flushed.
   struct Release {
@@ -142,7 +156,7 @@ public:
 
 private:
   void end_all(const char* message, std::chrono::milliseconds grace,
-               std::chrono::milliseconds poll);
+               std::chrono::milliseconds poll, const std::vector<int>& park = {});
 
   Launcher& launcher_;
   ControlChannel& control_;

@@ -295,6 +295,81 @@ Outcome crash_and_restore(const std::string& toml, std::uint64_t seed, int old_p
   return o;
 }
 
+// A rescale that keeps workers (pipeline/runtime/kept_chain.hpp): runs the first `stop_at`
+// steps at old_p with incremental checkpoints, the last of them (taken after step stop_at)
+// the rescale's; then each new subtask that a kept old one overlaps takes the groups both own
+// from it in memory (Operator::take_key_group_from) and reads the rest from that checkpoint;
+// the old subtasks go before the new ones see a record, and the rest of the input is fed at
+// new_p. `kept_groups` counts what moved in memory.
+Lines rescale_keeping(const std::string& toml, std::uint64_t seed, int old_p, int new_p, int hot,
+                      std::size_t& kept_groups) {
+  Harness h(toml);
+  const auto steps = make_steps(h, seed, 400, 300, hot);
+  const auto max_p = static_cast<std::uint32_t>(h.job().spec.max_parallelism);
+  TempDir tmp;
+  ChainFigures figures;
+  const std::size_t stop_at = steps.size() / 2;
+  auto old_runs = make_runs(h, old_p);
+  std::vector<runtime::IncrementalSnapshots> incremental;
+  for (int s = 0; s < old_p; ++s)
+    incremental.emplace_back(runtime::IncrementalSettings{true, 100}, runtime::task_snapshot_file(0, s));
+  std::uint64_t id = 0;
+  for (std::size_t at = 0; at < stop_at; at += stop_at / 4) {
+    feed(h, steps, old_runs, at, std::min(stop_at, at + stop_at / 4));
+    ++id;
+    checkpoint(h, old_runs, incremental, tmp.path, id, /*complete=*/id != 2, figures);
+  }
+  auto restore = runtime::CheckpointRestore::open(tmp.path / ("chk-" + std::to_string(id)));
+  INFO((restore ? "" : restore.error()));
+  REQUIRE(restore);
+  Lines out = take_output(old_runs);
+  auto runs = make_runs(h, new_p);
+  std::vector<bool> donor_used(static_cast<std::size_t>(old_p), false);
+  for (int sub = 0; sub < new_p; ++sub) {
+    const st::KeyGroupRange range = st::key_group_range(sub, new_p, max_p);
+    ops::Operator& op = runs[static_cast<std::size_t>(sub)]->op();
+    std::vector<bool> taken(range.size(), false);
+    // The old subtask of most groups in common, not kept yet (worker_reuse.cpp's rule).
+    int donor = -1;
+    std::uint32_t best = 0;
+    for (int o = 0; o < old_p; ++o) {
+      const st::KeyGroupRange from = st::key_group_range(o, old_p, max_p);
+      const std::uint32_t first = std::max(from.first, range.first), end = std::min(from.end, range.end);
+      if (!donor_used[static_cast<std::size_t>(o)] && end > first && end - first > best) {
+        best = end - first;
+        donor = o;
+      }
+    }
+    if (donor >= 0) {
+      donor_used[static_cast<std::size_t>(donor)] = true;
+      ops::Operator& from = old_runs[static_cast<std::size_t>(donor)]->op();
+      const st::KeyGroupRange kept = st::key_group_range(donor, old_p, max_p);
+      for (std::uint32_t g = std::max(range.first, kept.first); g < std::min(range.end, kept.end); ++g) {
+        auto load = op.take_key_group_from(from, g);
+        REQUIRE(load);
+        REQUIRE(load->install());
+        std::string left;
+        from.snapshot_key_group(g, left);
+        CHECK(left.empty()); // the group left the donor
+        taken[g - range.first] = true;
+        ++kept_groups;
+      }
+    }
+    auto ok = runtime::restore_key_groups(*restore, "op", range, op,
+                                          [&](std::uint32_t g) { return bool(taken[g - range.first]); });
+    INFO(ok.error());
+    REQUIRE(ok);
+    auto subtasks = restore->per_subtask("op", st::SegmentKind::Subtask);
+    REQUIRE(subtasks);
+    REQUIRE(op.restore_subtask_state(std::vector<std::string_view>(subtasks->begin(), subtasks->end())));
+  }
+  old_runs.clear(); // what moved must not point into the old operators
+  feed(h, steps, runs, stop_at, steps.size());
+  for (auto& r : runs) r->finish();
+  for (auto& l : take_output(runs)) out.push_back(l);
+  return out;
+}
+
 Lines uninterrupted(const std::string& toml, std::uint64_t seed, int hot = 0) {
   Harness h(toml);
   const auto steps = make_steps(h, seed, 400, 300, hot);
@@ -350,6 +425,48 @@ TEST_CASE("a chain with entry deltas restores a reduce exactly, at any paralleli
   check_chains("max_parallelism = 16\n" +
                streamctl::testing::single_operator_pipeline(
                    "type = \"reduce\"\nkey = [\"k\"]\naggregates = { n = \"count()\", s = \"sum(v)\" }\n"));
+}
+
+// A rescale that keeps workers moves the groups they keep in memory (kept_chain.hpp): the
+// output must be that of a run without a rescale, whatever moved and whatever was read.
+void check_rescales_keeping(const std::string& toml) {
+  const Lines reference = sorted(uninterrupted(toml, 23, 30));
+  REQUIRE(!reference.empty());
+  const std::pair<int, int> cases[] = {{1, 2}, {2, 1}, {1, 3}, {3, 2}, {2, 4}, {2, 2}};
+  for (auto [old_p, new_p] : cases) {
+    INFO("parallelism " << old_p << " -> " << new_p << ", keeping workers");
+    std::size_t kept = 0;
+    CHECK(sorted(rescale_keeping(toml, 23, old_p, new_p, 30, kept)) == reference);
+    CHECK(kept > 0);
+  }
+}
+
+TEST_CASE("a rescale that keeps workers restores a window exactly: groups moved in memory and read",
+          "[incremental][kept][window]") {
+  check_rescales_keeping(window_toml("{ kind = \"tumbling\", size = \"20s\" }"));
+  check_rescales_keeping(window_toml("{ kind = \"sliding\", size = \"12s\", slide = \"4s\" }", "0ms"));
+}
+
+TEST_CASE("a rescale that keeps workers restores a reduce exactly: groups moved in memory and read",
+          "[incremental][kept][reduce]") {
+  check_rescales_keeping("max_parallelism = 16\n" +
+                         streamctl::testing::single_operator_pipeline(
+                             "type = \"reduce\"\nkey = [\"k\"]\naggregates = { n = \"count()\", s = \"sum(v)\" }\n"));
+}
+
+TEST_CASE("an operator takes no key group from an operator of another type", "[kept]") {
+  Harness window(window_toml("{ kind = \"tumbling\", size = \"20s\" }"));
+  Harness reduce("max_parallelism = 16\n" + streamctl::testing::single_operator_pipeline(
+                                               "type = \"reduce\"\nkey = [\"k\"]\naggregates = { n = \"count()\" }\n"));
+  auto w = make_runs(window, 1);
+  auto r = make_runs(reduce, 1);
+  CHECK_FALSE(w[0]->op().take_key_group_from(r[0]->op(), 3));
+  CHECK_FALSE(r[0]->op().take_key_group_from(w[0]->op(), 3));
+  // A window of another size: its windows would be other windows.
+  Harness longer(window_toml("{ kind = \"tumbling\", size = \"30s\" }"));
+  auto l = make_runs(longer, 1);
+  CHECK_FALSE(w[0]->op().take_key_group_from(l[0]->op(), 3));
+  CHECK(w[0]->op().take_key_group_from(make_runs(window, 1)[0]->op(), 3));
 }
 
 TEST_CASE("a long window whose state only grows is written as small deltas", "[incremental][delta][window]") {

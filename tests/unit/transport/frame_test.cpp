@@ -75,3 +75,19 @@ TEST_CASE("a barrier payload round-trips its checkpoint id and directory, and re
   CHECK_FALSE(read_barrier_payload(bytes + "x"));
   CHECK_FALSE(read_barrier_payload("short"));
 }
+
+TEST_CASE("a barrier that stops the job carries a flags byte; one without reads as not stopping", "[transport]") {
+  std::string plain, stopping;
+  write_barrier_payload(BarrierPayload{7, "/ck/chk-7", false}, plain);
+  write_barrier_payload(BarrierPayload{7, "/ck/chk-7", true}, stopping);
+  CHECK(stopping.size() == plain.size() + 1);
+  auto a = read_barrier_payload(plain);
+  auto b = read_barrier_payload(stopping);
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK_FALSE(a->stops_job);
+  CHECK(b->stops_job);
+  CHECK(b->directory == "/ck/chk-7");
+  CHECK_FALSE(read_barrier_payload(plain + '\x02')); // an unknown flag
+  CHECK_FALSE(read_barrier_payload(stopping + '\x01'));
+}

@@ -1,0 +1,78 @@
+#include "pipeline/runtime/worker_reuse.hpp"
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "state/key_group.hpp"
+
+namespace streamctl::runtime {
+
+namespace {
+
+// The node types whose keyed state a kept worker moves in memory.
+bool keeps_state_in_memory(const pipeline::NodeSpec& node) {
+  return node.role == pipeline::NodeRole::Operator && (node.type == "window" || node.type == "reduce");
+}
+
+struct TaskShape {
+  std::set<std::string> stateful_nodes;
+  state::KeyGroupRange key_groups;
+  bool reads_stdin = false;
+};
+
+TaskShape shape_of(const LoadedJob& job, const pipeline::Task& task) {
+  const pipeline::Chain& chain = job.plan.chains[static_cast<std::size_t>(task.chain)];
+  TaskShape shape;
+  for (std::size_t index : chain.nodes) {
+    const pipeline::NodeSpec& node = job.spec.nodes[index];
+    if (keeps_state_in_memory(node)) shape.stateful_nodes.insert(node.name);
+    if (node.role == pipeline::NodeRole::Source && node.type == "stdin") shape.reads_stdin = true;
+  }
+  shape.key_groups = state::key_group_range(task.subtask, chain.parallelism,
+                                            static_cast<std::uint32_t>(job.spec.max_parallelism));
+  return shape;
+}
+
+bool share_a_node(const TaskShape& a, const TaskShape& b) {
+  return std::any_of(a.stateful_nodes.begin(), a.stateful_nodes.end(),
+                     [&](const std::string& name) { return b.stateful_nodes.count(name) > 0; });
+}
+
+unsigned overlap(state::KeyGroupRange a, state::KeyGroupRange b) {
+  std::uint32_t first = std::max(a.first, b.first), end = std::min(a.end, b.end);
+  return end > first ? end - first : 0;
+}
+
+} // namespace
+
+std::vector<WorkerReuse> plan_worker_reuse(const LoadedJob& running, const LoadedJob& next) {
+  // State moves between operators of the same key groups only.
+  if (running.spec.max_parallelism != next.spec.max_parallelism) return {};
+  std::vector<WorkerReuse> candidates;
+  for (const auto& old_task : running.plan.tasks) {
+    TaskShape from = shape_of(running, old_task);
+    if (from.reads_stdin || from.stateful_nodes.empty()) continue;
+    for (const auto& new_task : next.plan.tasks) {
+      TaskShape to = shape_of(next, new_task);
+      if (to.reads_stdin || !share_a_node(from, to)) continue;
+      if (unsigned groups = overlap(from.key_groups, to.key_groups); groups > 0)
+        candidates.push_back({old_task.id, new_task.id, groups});
+    }
+  }
+  std::stable_sort(candidates.begin(), candidates.end(), [](const WorkerReuse& a, const WorkerReuse& b) {
+    return std::tie(b.key_groups, a.old_task, a.new_task) < std::tie(a.key_groups, b.old_task, b.new_task);
+  });
+  std::vector<WorkerReuse> chosen;
+  std::set<int> old_used, new_used;
+  for (const auto& c : candidates) {
+    if (old_used.count(c.old_task) || new_used.count(c.new_task)) continue;
+    old_used.insert(c.old_task);
+    new_used.insert(c.new_task);
+    chosen.push_back(c);
+  }
+  return chosen;
+}
+
+} // namespace streamctl::runtime

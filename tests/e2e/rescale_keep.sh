@@ -1,0 +1,120 @@
+# A rescale keeps the workers whose key groups stay (issue 12, fast rescale): their processes
+# go on, with the groups they keep in memory, and read only the rest from the rescale's
+# checkpoint. Up and down, the kept workers must be the same processes as before, say how many
+# groups they kept, and the committed output must be exactly that of a run without rescales.
+# Then the same under kill -9 of a kept worker a random moment after the request: before its
+# snapshot, while it is parked, while it takes its new task, or after. Seeded: a failure
+# prints the seed to rerun with.
+source "$(dirname "$0")/lib/common.bash"
+source "$(dirname "$0")/lib/exactly_once.bash"
+
+SEED=${RESCALE_KEEP_SEED:-$((RANDOM * 32768 + RANDOM))}
+RANDOM=$SEED
+trap 'code=$?; ((code == 0)) || echo "rescale_keep: seed $SEED (rerun with RESCALE_KEEP_SEED=$SEED)" >&2; cleanup' EXIT
+
+pipeline() { # NAME OUT
+  cat <<TOML
+name = "$1"
+parallelism = 1
+[checkpoint]
+interval = "300ms"
+dir = "$WORK/ck"
+[restart]
+strategy = "fixed"
+delay = "50ms"
+max_attempts = 100
+[sources.gen]
+type = "generator"
+profile = "counter"
+count = 80000
+rate = 6000
+event_time = "ts"
+[operators.keyed]
+type = "map"
+inputs = ["gen"]
+set = { k = "seq % 997" }
+[operators.count_per_key]
+type = "window"
+inputs = ["keyed"]
+key = ["k"]
+window = { kind = "tumbling", size = "2s" }
+aggregates = { n = "count()", s = "sum(seq)" }
+[operators.running]
+type = "reduce"
+inputs = ["keyed"]
+key = ["k"]
+aggregates = { n = "count()" }
+[sinks.out]
+type = "file"
+inputs = ["count_per_key", "running"]
+path = "$2"
+TOML
+}
+
+# pid_of JOB NODE SUBTASK: the worker's pid, from `status --json`.
+pid_of() {
+  "$STREAMCTL" status "$1" --json | python3 -c '
+import json, sys
+node, index = sys.argv[1], int(sys.argv[2])
+for op in json.load(sys.stdin)["operators"]:
+    if op["name"] == node:
+        print(op["subtasks"][index]["pid"])' "$2" "$3"
+}
+
+# worker_pids: every running worker of this test's jobs.
+worker_pids() {
+  pgrep -f -- "worker --job-dir $STREAMCTL_STATE_DIR" | sort || true
+}
+
+pipeline kept "$WORK/committed" >"$WORK/job.toml"
+run_reference "$WORK/job.toml" "$WORK/committed" 1000
+rm -rf "$WORK/committed" "$WORK/ck"
+
+"$STREAMCTL" -vv run "$WORK/job.toml" 2>"$WORK/run.log" &
+job=$!
+wait_for_text "$WORK/run.log" "records flowing"
+
+# Without failures: 1 -> 2 -> 1 -> 3 keep a worker of the window and one of the reduce each time.
+rounds=0
+for parallelism in 2 1 3; do
+  before=$(worker_pids)
+  kept_before=$(grep -c "kept .* key group(s) in memory" "$WORK/run.log" || true)
+  run_expect 0 "$STREAMCTL" rescale kept --parallelism $parallelism
+  rounds=$((rounds + 1))
+  kept_after=$(grep -c "kept .* key group(s) in memory" "$WORK/run.log" || true)
+  ((kept_after == kept_before + 1)) || fail "rescale to $parallelism: no worker said it kept key groups"
+  grep "kept .* key group(s) in memory" "$WORK/run.log" | tail -1 | grep -q "^.*: 2 worker(s) kept" ||
+    fail "rescale to $parallelism: not 2 workers kept: $(grep 'in memory' "$WORK/run.log" | tail -1)"
+  same=$(comm -12 <(echo "$before") <(worker_pids) | wc -l)
+  ((same == 2)) || fail "rescale to $parallelism: $same worker processes went on, expected 2 (window, reduce)"
+  sleep 0.5
+done
+
+# Under failure: kill -9 the window's or the reduce's worker 0-190 ms after each request.
+completed=0
+refused=0
+for round in 1 2 3 4; do
+  kill -0 $job 2>/dev/null || break
+  node=$([[ $((RANDOM % 2)) == 0 ]] && echo count_per_key || echo running)
+  victim=$(pid_of kept $node 0 || true)
+  [[ -n $victim ]] || { sleep 0.5; continue; } # restarting: no pid to aim at
+  parallelism=$((RANDOM % 3 + 1))
+  "$STREAMCTL" rescale kept --parallelism $parallelism >"$WORK/rescale.out" 2>"$WORK/rescale.err" &
+  rescale=$!
+  sleep "0.$((RANDOM % 20))"
+  kill -9 "$victim" 2>/dev/null || true
+  set +e; wait $rescale; code=$?; set -e
+  case $code in
+    0) completed=$((completed + 1)) ;;
+    1) refused=$((refused + 1)) ;; # the checkpoint failed, or the job was restarting
+    *) cat "$WORK/rescale.err" >&2; fail "round $round: rescale to $parallelism exited $code" ;;
+  esac
+  sleep "0.$((RANDOM % 5 + 3))"
+done
+
+set +e; wait $job; code=$?; set -e
+assert_eq 0 "$code" "exit code of the job rescaled $rounds times keeping workers, then under kill -9 ($completed completed, $refused failed)"
+assert_same_output "$WORK/committed" "a job rescaled keeping workers wrote other output"
+verify_checkpoints "$WORK/ck/kept"
+assert_no_processes_left
+echo "ok: $rounds rescales keeping workers; under kill -9 $completed completed, $refused failed (seed $SEED)"
