@@ -1,9 +1,10 @@
 #pragma once
 // The coordinator's control socket: one ROUTER that every worker's DEALER (identity
-// "task-N") and every one-request client of `streamctl status|stop|cancel|savepoint|rescale`
-// (job_client.hpp) connects to, and every snapshot upload's DEALER (identity "upload-...",
-// snapshot_upload_protocol.hpp). Messages are transport::ControlMessage, one frame each after
-// the ROUTER's identity frame; a snapshot part carries its bytes in one more frame.
+// "task-N.A": task N of attempt A) and every one-request client of `streamctl
+// status|stop|cancel|savepoint|rescale` (job_client.hpp) connects to, and every snapshot
+// upload's DEALER (identity "upload-...", snapshot_upload_protocol.hpp). Messages are
+// transport::ControlMessage, one frame each after the ROUTER's identity frame; a snapshot part
+// carries its bytes in one more frame.
 //
 // Not thread-safe: used by the coordinator's thread only (a ZeroMQ socket has one owner).
 

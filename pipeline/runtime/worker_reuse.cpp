@@ -16,10 +16,20 @@ bool keeps_state_in_memory(const pipeline::NodeSpec& node) {
   return node.role == pipeline::NodeRole::Operator && (node.type == "window" || node.type == "reduce");
 }
 
+// A source or sink that holds nothing outside its process that a new worker of the next plan
+// could want at once: a kept worker's old chain lives until its restore ends, so a tcp or zmq
+// source or sink would still hold its port when the new one binds it, an exec one its child.
+bool holds_nothing_shared(const pipeline::NodeSpec& node) {
+  if (node.role == pipeline::NodeRole::Source) return node.type == "generator" || node.type == "file";
+  if (node.role == pipeline::NodeRole::Sink) return node.type == "file" || node.type == "stdout";
+  return true;
+}
+
 struct TaskShape {
   std::set<std::string> stateful_nodes;
   state::KeyGroupRange key_groups;
   bool reads_stdin = false;
+  bool holds_shared = false; // a source or sink that holds a port or a child (above)
 };
 
 TaskShape shape_of(const LoadedJob& job, const pipeline::Task& task) {
@@ -29,6 +39,7 @@ TaskShape shape_of(const LoadedJob& job, const pipeline::Task& task) {
     const pipeline::NodeSpec& node = job.spec.nodes[index];
     if (keeps_state_in_memory(node)) shape.stateful_nodes.insert(node.name);
     if (node.role == pipeline::NodeRole::Source && node.type == "stdin") shape.reads_stdin = true;
+    if (!holds_nothing_shared(node)) shape.holds_shared = true;
   }
   shape.key_groups = state::key_group_range(task.subtask, chain.parallelism,
                                             static_cast<std::uint32_t>(job.spec.max_parallelism));
@@ -53,7 +64,7 @@ std::vector<WorkerReuse> plan_worker_reuse(const LoadedJob& running, const Loade
   std::vector<WorkerReuse> candidates;
   for (const auto& old_task : running.plan.tasks) {
     TaskShape from = shape_of(running, old_task);
-    if (from.reads_stdin || from.stateful_nodes.empty()) continue;
+    if (from.reads_stdin || from.holds_shared || from.stateful_nodes.empty()) continue;
     for (const auto& new_task : next.plan.tasks) {
       TaskShape to = shape_of(next, new_task);
       if (to.reads_stdin || !share_a_node(from, to)) continue;

@@ -8,7 +8,9 @@
 // groups overlap; pairs are taken by the most groups in common first, each worker and each new
 // task once. Rescaling a keyed node 1 -> 2 keeps its worker for one new subtask (half of the
 // groups stay), 2 -> 1 keeps one of the two (half stay); a worker that reads stdin, or a task
-// that would, is never kept (the process's stdin is the one it was started with).
+// that would, is never kept (the process's stdin is the one it was started with), nor one
+// whose chain has a source or sink other than generator, file and stdout (a tcp or zmq one holds
+// a port, an exec one a child, until the kept worker's restore ends).
 
 #include <vector>
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "operators/connectors/registry.hpp"
 #include "operators/registry.hpp"
 #include "pipeline/runtime/worker_reuse.hpp"
 
@@ -17,7 +18,7 @@ namespace {
 const operators::Registry& registry() {
   static const operators::Registry r = [] {
     operators::Registry registry;
-    operators::register_builtin_types(registry);
+    connectors::register_all_types(registry);
     return registry;
   }();
   return r;
@@ -80,6 +81,9 @@ TEST_CASE("no worker is kept without keyed state, nor for or from a task that re
   auto from_stdin = runtime::plan_worker_reuse(job({"parallelism=1"}, "type = \"stdin\""),
                                                job({"operators.per_key.parallelism=2"}, "type = \"stdin\""));
   CHECK(from_stdin.empty());
+  // A tcp source fused with the window would still listen on its port in the kept process.
+  const std::string tcp = "type = \"tcp\"\naddress = \"127.0.0.1:9\"";
+  CHECK(runtime::plan_worker_reuse(job({"parallelism=1"}, tcp), job({"operators.per_key.parallelism=2"}, tcp)).empty());
 }
 
 TEST_CASE("a worker is kept for a rescale of another node, whose groups all stay", "[worker_reuse]") {
