@@ -24,7 +24,8 @@ years long, so the state only grows) with `updates` records per key (default 3):
      (the coordinator's figure, printed by `streamctl rescale`); once for a job without
      periodic checkpoints (the rescale takes a savepoint) and once for one with a checkpoint
      every second (the rescale takes a checkpoint, incremental with --incremental).
-     --only-rescale measures this alone.
+     With --changing P,... once per P, the records after the load drawing their keys from P%
+     of them as in the steady phase. --only-rescale measures this alone.
 
 The steady phase (--changing P). Each run restores the savepoint of step 2 (every key
 loaded) and the generator, whose position the savepoint holds, goes on with M more records
@@ -212,7 +213,7 @@ def bench(streamctl, work, env, keys, args, changing):
     name = f"ck{keys}"
     toml = pipeline(work, name, keys, records)
     if args.only_rescale:
-        rescale(streamctl, work, env, name, keys, records)
+        rescale(streamctl, work, env, name, keys, records, changing)
         return
 
     plain = runs(args.runs, [streamctl, "run", toml], env)
@@ -252,7 +253,7 @@ def bench(streamctl, work, env, keys, args, changing):
     if changing:
         steady(streamctl, work, env, name, keys, records, savepoint, load_rate, args, changing)
     if not args.skip_rescale:
-        rescale(streamctl, work, env, name, keys, records)
+        rescale(streamctl, work, env, name, keys, records, changing)
 
 def steady(streamctl, work, env, name, keys, loaded, savepoint, load_rate, args, changing):
     """The steady phase after the load: see the module's docstring."""
@@ -261,8 +262,7 @@ def steady(streamctl, work, env, name, keys, loaded, savepoint, load_rate, args,
           + (f"at {args.rate:,.0f} records/s" if args.rate else "unlimited rate")
           + f", from the savepoint; phase = run of them minus run of none")
     for percent in changing:
-        subset = max(1, round(keys * percent / 100))
-        key = f"if(seq < {loaded}, seq % {keys}, ((hash(seq) % {subset} + {subset}) % {subset}) * {keys} / {subset})"
+        subset, key = changing_key(keys, loaded, percent)
         figures = {}
         for label, extra in (("no checkpoints", []), ("checkpoint every 1 s", ["--set", "checkpoint.interval=1s"])):
             # The same name as the load, so that the savepoint's job is this one; runs one at a time.
@@ -290,15 +290,25 @@ def steady(streamctl, work, env, name, keys, loaded, savepoint, load_rate, args,
                   f"touched between two checkpoints (at most {percent:g}%)")
         print(f"    {describe_checkpoints(*checkpoints([r.log for r in figures['checkpoint every 1 s'][2]]))}")
 
-def rescale(streamctl, work, env, name, keys, records):
-    for label, extra in (("no periodic checkpoints (a savepoint)", []),
-                         ("a checkpoint every 1 s (a checkpoint)", ["--set", "checkpoint.interval=1s"])):
-        print(f"  rescale of a job with {label}:")
-        rescale_once(streamctl, work, env, name, keys, records, extra)
+def changing_key(keys, loaded, percent):
+    """The steady phase's key: every key once loaded, then keys from a subset of percent% of them."""
+    subset = max(1, round(keys * percent / 100))
+    return subset, f"if(seq < {loaded}, seq % {keys}, ((hash(seq) % {subset} + {subset}) % {subset}) * {keys} / {subset})"
 
-def rescale_once(streamctl, work, env, name, keys, records, extra):
+def rescale(streamctl, work, env, name, keys, records, changing):
+    """Once the state is loaded, the job goes on with every key changing (the load's key) or,
+    with --changing P, with keys from P% of them, so that an incremental checkpoint is small."""
+    for percent in changing or [None]:
+        key = changing_key(keys, records, percent)[1] if percent else None
+        updates = "every key" if percent is None else f"{percent:g}% of the keys"
+        for label, extra in (("no periodic checkpoints (a savepoint)", []),
+                             ("a checkpoint every 1 s (a checkpoint)", ["--set", "checkpoint.interval=1s"])):
+            print(f"  rescale of a job with {label}, updating {updates} after the load:")
+            rescale_once(streamctl, work, env, name, keys, records, extra, key)
+
+def rescale_once(streamctl, work, env, name, keys, records, extra, key=None):
     job = name + "-rescale"
-    endless = pipeline(work, job, keys, records * 1000)
+    endless = pipeline(work, job, keys, records * 1000, key)
     p = subprocess.Popen([streamctl, "-v", "run", endless] + extra, env=env, stdout=subprocess.DEVNULL,
                          stderr=open(os.path.join(work, "rescale.log"), "w"))
     try:
