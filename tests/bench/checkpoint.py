@@ -23,8 +23,9 @@ years long, so the state only grows) with `updates` records per key (default 3):
      back from 2 to 1: from the snapshot that stops the sources to records flowing again
      (the coordinator's figure, printed by `streamctl rescale`); once for a job without
      periodic checkpoints (the rescale takes a savepoint) and once for one with a checkpoint
-     every second (the rescale takes a checkpoint, incremental with --incremental).
-     With --changing P,... once per P, the records after the load drawing their keys from P%
+     every second (the rescale takes a checkpoint, incremental with --incremental; the second
+     rescale waits for a periodic checkpoint after the first, since a task's first checkpoint
+     after it starts is full). With --changing P,... once per P, the records after the load drawing their keys from P%
      of them as in the steady phase. --only-rescale measures this alone.
 
 The steady phase (--changing P). Each run restores the savepoint of step 2 (every key
@@ -322,7 +323,12 @@ def rescale_once(streamctl, work, env, name, keys, records, extra, key=None):
             ops = {o["name"]: o for o in json.loads(st.stdout)["operators"]}
             if sum(s["records_in"] for s in ops["per_key"]["subtasks"]) >= records:
                 break
+        if extra and key:
+            # Checkpoints of the steady updates, not of the load's last seconds (every key new).
+            wait_for_checkpoint(streamctl, env, job, 2, "since the load")
         for before, after in ((1, 2), (2, 1)):
+            if before == 2 and extra:
+                wait_for_checkpoint(streamctl, env, job, 1, "since the rescale, the tasks' first and full")
             r = subprocess.run([streamctl, "rescale", job, "--parallelism", str(after)], env=env,
                                capture_output=True, text=True)
             m = re.search(r"downtime (\d+) ms", r.stderr)
@@ -331,6 +337,24 @@ def rescale_once(streamctl, work, env, name, keys, records, extra, key=None):
     finally:
         subprocess.run([streamctl, "cancel", job], env=env, capture_output=True)
         p.wait()
+
+def wait_for_checkpoint(streamctl, env, job, count, what):
+    """Waits for `count` more periodic checkpoints of the job. A task's first checkpoint after it
+    starts is full, so a rescale right after another would write all the state; a job is seldom
+    rescaled twice within seconds, so the second rescale comes after that first checkpoint.
+    With --changing, the first rescale comes after two checkpoints of the steady updates."""
+    def completed():
+        st = subprocess.run([streamctl, "status", job, "--json"], env=env, capture_output=True, text=True)
+        return json.loads(st.stdout).get("checkpoints_completed", 0) if st.returncode == 0 else None
+    start, first = time.monotonic(), None
+    while first is None:
+        first = completed()
+        time.sleep(0.2)
+    while (completed() or 0) < first + count:
+        if time.monotonic() - start > 600:
+            sys.exit(f"no checkpoint completed within 10 minutes of the rescale of {job}")
+        time.sleep(0.2)
+    print(f"    ({count} checkpoint(s) {what}: completed after {time.monotonic() - start:.1f} s)")
 
 def raw_bytes(savepoint, streamctl, env):
     total = 0
