@@ -60,6 +60,18 @@ for l in open(sys.argv[1]):
     print(json.dumps({"user": u, "updates": n[u]}, separators=(",", ":")))
 PY
 }
+# wait_bounded PID SECONDS LOG WHAT: waits for a background PID like `wait`, but fails naming
+# WHAT with LOG's last lines if it runs longer (CI once hit ctest's 300 s timeout here, which
+# said nothing of where the test was). Its exit status is left in $waited.
+wait_bounded() {
+  local deadline=$((SECONDS + $2))
+  while kill -0 "$1" 2>/dev/null; do
+    ((SECONDS < deadline)) || fail "$4 still runs after $2 s; $3 ends: $(tail -15 "$3")"
+    sleep 0.1
+  done
+  set +e; wait "$1"; waited=$?; set -e
+}
+
 same() { # WANT GOT WHAT
   if ! cmp -s "$1" "$2"; then
     diff "$1" "$2" | head -10 >&2
@@ -91,7 +103,7 @@ for try in 1 2 3 4 5 6 7 8; do
     first_sleep="0.$((RANDOM % 4 + 1))"
     kill_worker && kills=$((kills + 1))
   done
-  set +e; wait $pid; code=$?; set -e
+  wait_bounded $pid 120 "$WORK/$chaos.log" "the job of try $try under kill -9"; code=$waited
   echo "try $try: killed $kills worker(s); the job restarted $(grep -c "restarting the job" "$WORK/$chaos.log" || true) time(s)"
   assert_eq 0 "$code" "exit code of a job that survived its failures ($(tail -3 "$WORK/$chaos.log"))"
   committed "$WORK/$chaos" >"$WORK/$chaos.txt"
@@ -117,7 +129,8 @@ for try in 1 2 3 4 5; do
   stopper=$!
   sleep 0.3
   pkill -CONT -f -- "worker --job-dir $STREAMCTL_STATE_DIR/jobs/$stopped-" || true
-  set +e; wait $stopper; stop_code=$?; wait $pid; code=$?; set -e
+  wait_bounded $stopper 90 "$WORK/stop.log" "streamctl stop of try $try"; stop_code=$waited
+  wait_bounded $pid 90 "$WORK/stop.log" "the job stopped in try $try"; code=$waited
   ((stop_code == 1)) && grep -q "starting or finishing" "$WORK/stop.err" && continue
   break
 done
@@ -125,9 +138,10 @@ assert_eq 0 "$stop_code" "exit code of 'stop' ($(cat "$WORK/stop.err"))"
 savepoint=$(cat "$WORK/stop.out")
 assert_eq 0 "$code" "exit code of a job stopped with a savepoint"
 [[ -f $savepoint/_metadata ]] || fail "stop printed '$savepoint', not a savepoint"
+echo "stopped with a savepoint in try $try; restoring it at parallelism 3 and 1"
 for p in 3 1; do
   cp -a "$WORK/before" "$WORK/after-$p"
-  run_expect 0 "$STREAMCTL" run "$WORK/stopped.toml" --from-savepoint "$savepoint" -p $p \
+  run_expect 0 timeout 120 "$STREAMCTL" run "$WORK/stopped.toml" --from-savepoint "$savepoint" -p $p \
     --set sinks.out.path="$WORK/after-$p"
   committed "$WORK/after-$p" >"$WORK/got-$p.txt"
   same "$WORK/expected.txt" "$WORK/got-$p.txt" "stop at parallelism 2, restore at $p"
@@ -138,12 +152,13 @@ done
 make_lines "$WORK/grow.jsonl" 0 30000
 pipeline cron "$WORK/grow.jsonl" "$WORK/cron" 2 >"$WORK/cron.toml"
 first=0
+echo "restored; runs resumed over a growing file"
 for p in 2 3 1; do
-  run_expect 0 "$STREAMCTL" run "$WORK/cron.toml" --resume --savepoint-on-exit -p $p
+  run_expect 0 timeout 120 "$STREAMCTL" run "$WORK/cron.toml" --resume --savepoint-on-exit -p $p
   first=$((first + 30000 + p))
   make_lines "$WORK/grow.jsonl" $first $((20000 + p))
 done
-run_expect 0 "$STREAMCTL" run "$WORK/cron.toml" --resume -p 2
+run_expect 0 timeout 120 "$STREAMCTL" run "$WORK/cron.toml" --resume -p 2
 expected "$WORK/grow.jsonl" >"$WORK/grow-expected.txt"
 committed "$WORK/cron" >"$WORK/grow-got.txt"
 same "$WORK/grow-expected.txt" "$WORK/grow-got.txt" "runs resumed over a growing file"
