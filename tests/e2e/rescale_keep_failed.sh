@@ -8,58 +8,9 @@
 # committed output is exactly that of a run without rescales.
 source "$(dirname "$0")/lib/common.bash"
 source "$(dirname "$0")/lib/exactly_once.bash"
+source "$(dirname "$0")/lib/kept_workers.bash"
 
-pipeline() { # NAME OUT
-  cat <<TOML
-name = "$1"
-parallelism = 1
-[checkpoint]
-interval = "300ms"
-timeout = "1500ms"
-dir = "$WORK/ck"
-[restart]
-strategy = "fixed"
-delay = "50ms"
-max_attempts = 100
-[sources.gen]
-type = "generator"
-profile = "counter"
-count = 30000
-rate = 2000
-event_time = "ts"
-[operators.keyed]
-type = "map"
-inputs = ["gen"]
-set = { k = "seq % 997" }
-[operators.count_per_key]
-type = "window"
-inputs = ["keyed"]
-key = ["k"]
-window = { kind = "tumbling", size = "2s" }
-aggregates = { n = "count()", s = "sum(seq)" }
-[operators.running]
-type = "reduce"
-inputs = ["keyed"]
-key = ["k"]
-aggregates = { n = "count()" }
-[sinks.out]
-type = "file"
-inputs = ["count_per_key", "running"]
-path = "$2"
-TOML
-}
-
-# pid_of JOB NODE SUBTASK: the worker's pid, from `status --json`.
-pid_of() {
-  "$STREAMCTL" status "$1" --json | python3 -c '
-import json, sys
-node, index = sys.argv[1], int(sys.argv[2])
-for op in json.load(sys.stdin)["operators"]:
-    if op["name"] == node:
-        print(op["subtasks"][index]["pid"])' "$2" "$3"
-}
-
-pipeline failed "$WORK/committed" >"$WORK/job.toml"
+kept_workers_pipeline failed "$WORK/committed" 30000 2000 1500ms >"$WORK/job.toml"
 run_reference "$WORK/job.toml" "$WORK/committed" 1000
 rm -rf "$WORK/committed" "$WORK/ck"
 
