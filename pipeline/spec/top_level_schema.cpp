@@ -30,7 +30,7 @@ const std::vector<KeySchema>& checkpoint_keys() {
       key("storage", KeyType::Enum, {"coordinator", "shared"}),
       key("incremental", KeyType::Bool),
       key("full_every", KeyType::Int),
-      key("snapshot", KeyType::Enum, {"copy", "fork"}),
+      key("snapshot", KeyType::Enum, {"copy", "fork", "deferred"}),
   };
   return keys;
 }
