@@ -520,7 +520,7 @@ private:
       IncrementalSettings settings = incremental_settings_of(job_->spec);
       // Files sent to the coordinator are full snapshots, for now (incremental_snapshots.hpp).
       if (options_.bootstrap && options_.bootstrap->checkpoint_storage_coordinator) settings.enabled = false;
-      incremental_.emplace(settings, task_snapshot_file(task_.chain, task_.subtask));
+      incremental_.emplace(settings, task_snapshot_file(task_.chain, task_.subtask), chain_->key_groups());
     }
     auto plan = incremental_->plan(barrier.checkpoint_id, barrier.directory, savepoint, chain_->operators());
     if (!snapshot_writer_) snapshot_writer_ = std::make_unique<AsyncSnapshotWriter>(uploader_.get());

@@ -365,3 +365,95 @@ TEST_CASE("with incremental off no entries are taken", "[incremental][delta]") {
   snapshots.plan(1, "/ck/chk-1", false, ops);
   CHECK(op.entries.size() == 1); // not taken: the operator does not start tracking
 }
+
+namespace {
+
+std::vector<CheckpointTaskFile::PreviousFile> chain_of(std::initializer_list<std::uint64_t> ids) {
+  std::vector<CheckpointTaskFile::PreviousFile> out;
+  for (std::uint64_t id : ids) out.push_back({"../chk-" + std::to_string(id) + "/chain-0-subtask-0.snap", 100 + id});
+  return out;
+}
+
+using Planned = std::optional<std::vector<std::uint32_t>>; // Plan::groups of one operator
+
+} // namespace
+
+TEST_CASE("rolling wholes: each checkpoint writes the slice whose whole copy is oldest, and older files leave the chain",
+          "[incremental][rolling]") {
+  // Groups 10..17 in 3 slices: {10, 13, 16}, {11, 14, 17}, {12, 15}.
+  runtime::IncrementalSnapshots snapshots({.enabled = true, .full_every = 3}, "chain-0-subtask-0.snap",
+                                          state::KeyGroupRange{10, 18});
+  EntryTrackedOperator op;
+  TrackedOperator untracked(false);
+  std::vector<operators::Operator*> ops{&op, &untracked};
+  const fs::path root = "/ck/job";
+  auto step = [&](std::uint64_t id, bool complete) {
+    auto p = snapshots.plan(id, root / ("chk-" + std::to_string(id)), false, ops);
+    snapshots.written(id, 100 + id);
+    if (complete) snapshots.completed(id);
+    return p;
+  };
+
+  CHECK_FALSE(step(1, true).incremental()); // the first is full: every slice whole at 1
+
+  op.entries = {{13, {"a"}}, {14, {"b"}}};
+  auto p2 = step(2, true);
+  REQUIRE(p2.incremental());
+  CHECK(p2.previous == chain_of({1}));
+  CHECK(p2.groups[0] == Planned({10, 13, 14, 16})); // slice 0 whole, and the changed group 14
+  CHECK(p2.deltas[0] == Deltas{{14, {"b"}}});       // 13 is in the slice: whole, not a delta
+  CHECK(p2.groups[1] == std::nullopt);              // an untracked operator writes every group
+
+  auto p3 = step(3, true);
+  CHECK(p3.previous == chain_of({1, 2}));
+  CHECK(p3.groups[0] == Planned({11, 14, 17}));
+
+  // Slice 2 at 4: every slice now has a whole copy at 2 or later, so chk-1 leaves the chain.
+  op.entries = {{10, {"c"}}};
+  auto p4 = step(4, true);
+  CHECK(p4.previous == chain_of({2, 3}));
+  CHECK(p4.groups[0] == Planned({10, 12, 15}));
+  CHECK(p4.deltas[0] == Deltas{{10, {"c"}}});
+
+  // 5 (slice 0) fails: it covered nothing, so 6 writes slice 0 again, and 5's changes with it.
+  op.entries = {{11, {"d"}}};
+  auto p5 = step(5, false);
+  CHECK(p5.previous == chain_of({3, 4}));
+  CHECK(p5.groups[0] == Planned({10, 11, 13, 16}));
+  op.entries = {{12, {"e"}}};
+  auto p6 = step(6, true);
+  CHECK(p6.previous == chain_of({3, 4}));
+  CHECK(p6.groups[0] == Planned({10, 11, 12, 13, 16}));
+  CHECK(p6.deltas[0] == Deltas{{11, {"d"}}, {12, {"e"}}});
+
+  auto p7 = step(7, true);
+  CHECK(p7.previous == chain_of({4, 6}));
+  CHECK(p7.groups[0] == Planned({11, 14, 17}));
+  // The chain never reaches full_every files, so no later checkpoint is full.
+  for (std::uint64_t id = 8; id < 40; ++id) {
+    auto p = step(id, id % 5 != 0);
+    REQUIRE(p.incremental());
+    CHECK(p.previous.size() <= 2);
+  }
+}
+
+TEST_CASE("rolling off, or no key groups to deal: full checkpoints every full_every as before",
+          "[incremental][rolling]") {
+  for (bool rolling : {false, true}) {
+    INFO("rolling " << rolling);
+    runtime::IncrementalSnapshots snapshots({.enabled = true, .full_every = 3, .rolling = rolling},
+                                            "chain-0-subtask-0.snap",
+                                            rolling ? state::KeyGroupRange{} : state::KeyGroupRange{0, 8});
+    TrackedOperator op(true);
+    std::vector<operators::Operator*> ops{&op};
+    std::vector<bool> incremental;
+    for (std::uint64_t id = 1; id <= 7; ++id) {
+      auto p = snapshots.plan(id, "/ck/chk-" + std::to_string(id), false, ops);
+      incremental.push_back(p.incremental());
+      if (p.incremental()) CHECK(p.groups[0] == Planned(std::vector<std::uint32_t>{}));
+      snapshots.written(id, 10);
+      snapshots.completed(id);
+    }
+    CHECK(incremental == std::vector<bool>{false, true, true, false, true, true, false});
+  }
+}
