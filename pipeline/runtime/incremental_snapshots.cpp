@@ -17,7 +17,7 @@ IncrementalSettings incremental_settings_of(const pipeline::PipelineSpec& spec) 
   auto table = spec.root["checkpoint"];
   s.enabled = table["incremental"].value_or(true);
   s.full_every = static_cast<int>(std::clamp<std::int64_t>(table["full_every"].value_or(std::int64_t{10}), 1, 1000));
-  s.rolling = table["rolling"].value_or(true);
+  s.rolling = table["rolling"].value_or(false);
   return s;
 }
 
@@ -99,6 +99,11 @@ IncrementalSnapshots::Plan IncrementalSnapshots::plan(std::uint64_t id, const st
     }
   }
   now.may_be_base = settings_.enabled && !savepoint && dir.filename() == "chk-" + std::to_string(id);
+  // A restored chain's paths are relative to its own directory: only a sibling may name them.
+  if (restored_root_ && now.may_be_base) {
+    if (dir.parent_path().lexically_normal() != restored_root_->lexically_normal()) base_.reset();
+    restored_root_.reset();
+  }
 
   Plan plan;
   plan.groups.resize(operators.size());
@@ -190,6 +195,31 @@ void IncrementalSnapshots::completed(std::uint64_t id) {
   base.files.push_back({"../chk-" + std::to_string(id) + "/" + own_file_, *t->second.bytes});
   base_ = std::move(base);
   taken_.erase(taken_.begin(), std::next(t));
+}
+
+bool IncrementalSnapshots::continue_restored(const std::filesystem::path& root, std::uint64_t id,
+                                             std::vector<CheckpointTaskFile::PreviousFile> files,
+                                             const std::function<bool(std::size_t, std::uint32_t)>& holds_whole) {
+  if (!settings_.enabled || files.empty() || files.size() > static_cast<std::size_t>(settings_.full_every))
+    return false;
+  // Without rolling the chain begins with the full snapshot it was started with (plan() drops
+  // no file then), as start_full() expects of a base.
+  Base base;
+  base.id = id;
+  for (std::size_t slice = 0; slice < slices(); ++slice) {
+    const auto groups = slice_groups(slice);
+    std::optional<std::uint64_t> newest;
+    for (std::size_t f = files.size(); f-- > 0 && !newest;)
+      if (std::all_of(groups.begin(), groups.end(), [&](std::uint32_t g) { return holds_whole(f, g); }))
+        newest = previous_checkpoint_of(files[f].path);
+    if (!newest) return false;
+    base.whole_at.push_back(*newest);
+  }
+  base.files = std::move(files);
+  base_ = std::move(base);
+  taken_.clear();
+  restored_root_ = root;
+  return true;
 }
 
 } // namespace streamctl::runtime

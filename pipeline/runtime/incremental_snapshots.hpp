@@ -39,10 +39,19 @@
 // key groups to deal, or with rolling off), or when the deltas since the last full one hold
 // more bytes than it (rolling off: a restore then reads at most about twice the state).
 //
+// After a restart from the job's own newest checkpoint (a worker died, `streamctl restart`), a
+// task whose identity is unchanged (chain, subtask, parallelism, key groups) goes on with the
+// chain it restored, which holds exactly its state, rather than writing all of it again:
+// continue_restored() makes that chain the base, and the operators forget that the restore
+// changed every group. With rolling, only when every slice has a whole copy in the chain
+// (otherwise a full snapshot first, as before); without, the chain begins with a full one. And
+// only in the same checkpoint directory: the first checkpoint into another starts full.
+//
 // Not thread-safe: the task's thread only.
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -57,7 +66,7 @@ namespace streamctl::runtime {
 struct IncrementalSettings {
   bool enabled = false;
   int full_every = 10; // files in a chain at most, the full one included
-  bool rolling = true; // whole groups a slice at a time, not a full checkpoint ([checkpoint] rolling)
+  bool rolling = false; // whole groups a slice at a time, not a full checkpoint ([checkpoint] rolling)
 };
 
 IncrementalSettings incremental_settings_of(const pipeline::PipelineSpec& spec);
@@ -92,6 +101,17 @@ public:
   // Checkpoint `id` completed (the coordinator's COMMIT): later snapshots may build on it.
   void completed(std::uint64_t id);
 
+  // The task was restored from checkpoint `id` under `root` (the job's checkpoint directory),
+  // whose files for this task are `files` ("../chk-N/FILE" paths, oldest first, the
+  // checkpoint's own file last). `holds_whole(f, g)`: files[f] holds key group g whole.
+  // Returns true when that chain is now the base (then the caller must make the operators
+  // forget what the restore changed); false when incremental checkpoints are off, the chain is
+  // as long as a chain may be, or (rolling) some slice of the key groups has no whole copy in
+  // it: the first checkpoint is full.
+  bool continue_restored(const std::filesystem::path& root, std::uint64_t id,
+                         std::vector<CheckpointTaskFile::PreviousFile> files,
+                         const std::function<bool(std::size_t, std::uint32_t)>& holds_whole);
+
 private:
   struct Taken {
     std::vector<std::optional<std::vector<std::uint32_t>>> changed; // per operator; nullopt: untracked
@@ -119,6 +139,9 @@ private:
   std::string own_file_;
   state::KeyGroupRange key_groups_;
   std::optional<Base> base_;
+  // Set while the base is a restored chain that no checkpoint of this task has built on yet:
+  // its checkpoint directory, which the next one must be in.
+  std::optional<std::filesystem::path> restored_root_;
   std::map<std::uint64_t, Taken> taken_; // snapshots after the base, by checkpoint id
 };
 

@@ -1,4 +1,4 @@
-# Rolling wholes ([checkpoint] rolling, the default with incremental checkpoints): a task's
+# Rolling wholes ([checkpoint] rolling = true, with incremental checkpoints): a task's
 # first checkpoint is full and no later one is; each writes a share of the key groups whole,
 # so a chain stays under full_every files and its oldest files leave it (and are pruned).
 # Then the newest checkpoint of a job stopped midway restores, by a job that finishes it,
@@ -16,6 +16,7 @@ parallelism = 2
 interval = "100ms"
 dir = "$WORK/ck"
 full_every = 3
+rolling = true
 retain = 1
 [sources.gen]
 type = "generator"
@@ -86,7 +87,8 @@ left=$(find "$WORK/ck/rolling" -maxdepth 1 -name 'chk-*' | wc -l)
 ((left <= 3)) || fail "$left checkpoint directories left, with retain = 1 and full_every = 3"
 
 # 2. Kill the job's coordinator once its chains have rolled, then `restart` it from its newest
-# checkpoint (a rolled chain, its first file gone): the output is the reference's exactly.
+# checkpoint (a rolled chain, its first file gone): every task goes on with its chain rather
+# than writing a full checkpoint, and the output is the reference's exactly.
 pipeline halted "$WORK/halted" >"$WORK/halted.toml"
 "$STREAMCTL" -v run "$WORK/halted.toml" 2>"$WORK/halted.log" &
 pid=$!
@@ -109,10 +111,13 @@ for m in "$WORK/ck/halted"/chk-*/_metadata; do
 done
 id=$(python3 -c 'import json, sys, glob
 for p in glob.glob(sys.argv[1] + "/jobs/halted-*/job.json"): print(json.load(open(p))["id"])' "$STREAMCTL_STATE_DIR")
-run_expect 0 "$STREAMCTL" -v restart "$id"
-from=$(grep -o 'restarting job .* from .*/chk-[0-9]*' "$WORK/err" | sed 's|.*/chk-||')
-[[ -n $from ]] || fail "restart named no checkpoint: $(cat "$WORK/err")"
+run_expect 0 "$STREAMCTL" -vv restart "$id"
+from=$(grep -o 'restarting job .* from .*/chk-[0-9]*' "$WORK/err" | sed 's|.*/chk-||' | head -1)
+[[ -n $from ]] || fail "restart named no checkpoint: $(head -c 2000 "$WORK/err")"
 ((from >= 5)) || fail "restart went back to chk-$from, before the chains rolled"
+# Every task went on with the chain it restored: none wrote all its state again.
+continued=$(grep -c "checkpoints go on with the chain of chk-$from" "$WORK/err" || true)
+assert_eq 4 "$continued" "tasks that went on with their restored chain"
 assert_same_output "$WORK/halted" "the output restarted from rolled chain chk-$from differs"
 assert_no_processes_left
 echo ok

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -381,8 +382,8 @@ using Planned = std::optional<std::vector<std::uint32_t>>; // Plan::groups of on
 TEST_CASE("rolling wholes: each checkpoint writes the slice whose whole copy is oldest, and older files leave the chain",
           "[incremental][rolling]") {
   // Groups 10..17 in 3 slices: {10, 13, 16}, {11, 14, 17}, {12, 15}.
-  runtime::IncrementalSnapshots snapshots({.enabled = true, .full_every = 3}, "chain-0-subtask-0.snap",
-                                          state::KeyGroupRange{10, 18});
+  runtime::IncrementalSnapshots snapshots({.enabled = true, .full_every = 3, .rolling = true},
+                                          "chain-0-subtask-0.snap", state::KeyGroupRange{10, 18});
   EntryTrackedOperator op;
   TrackedOperator untracked(false);
   std::vector<operators::Operator*> ops{&op, &untracked};
@@ -455,5 +456,68 @@ TEST_CASE("rolling off, or no key groups to deal: full checkpoints every full_ev
       snapshots.completed(id);
     }
     CHECK(incremental == std::vector<bool>{false, true, true, false, true, true, false});
+  }
+}
+
+TEST_CASE("a task restored from its own chain goes on with it, when each slice has a whole copy there",
+          "[incremental][rolling][restored]") {
+  // Groups 0..5 in 3 slices: {0, 3}, {1, 4}, {2, 5}. The restored chain: chk-4 holds every
+  // group whole, chk-5 slice 1, chk-6 (the restored checkpoint's own file) slice 2.
+  const fs::path root = "/ck/job";
+  const std::vector<std::set<std::uint32_t>> whole_in{{0, 1, 2, 3, 4, 5}, {1, 4}, {2, 5}};
+  auto holds_whole = [&](std::size_t f, std::uint32_t g) { return whole_in[f].count(g) > 0; };
+  auto make = [](bool rolling) {
+    return runtime::IncrementalSnapshots({.enabled = true, .full_every = 3, .rolling = rolling},
+                                         "chain-0-subtask-0.snap", state::KeyGroupRange{0, 6});
+  };
+  EntryTrackedOperator op;
+  std::vector<operators::Operator*> ops{&op};
+
+  SECTION("the next checkpoint rolls on from it") {
+    auto snapshots = make(true);
+    REQUIRE(snapshots.continue_restored(root, 6, chain_of({4, 5, 6}), holds_whole));
+    op.entries = {{4, {"k"}}};
+    auto p7 = snapshots.plan(7, root / "chk-7", false, ops);
+    REQUIRE(p7.incremental());
+    CHECK(p7.previous == chain_of({5, 6})); // slice 0 rolls: chk-4 leaves the chain
+    CHECK(p7.groups[0] == Planned({0, 3, 4}));
+    CHECK(p7.deltas[0] == Deltas{{4, {"k"}}});
+  }
+  SECTION("a savepoint first is full, and the checkpoint after it still goes on with the chain") {
+    auto snapshots = make(true);
+    REQUIRE(snapshots.continue_restored(root, 6, chain_of({4, 5, 6}), holds_whole));
+    CHECK_FALSE(snapshots.plan(7, root / "savepoint-20261204-7", true, ops).incremental());
+    snapshots.written(7, 500);
+    snapshots.completed(7);
+    CHECK(snapshots.plan(8, root / "chk-8", false, ops).previous == chain_of({5, 6}));
+  }
+  SECTION("a slice without a whole copy in the chain: full") {
+    auto snapshots = make(true);
+    auto only_later = [&](std::size_t f, std::uint32_t g) { return f > 0 && holds_whole(f, g); };
+    CHECK_FALSE(snapshots.continue_restored(root, 6, chain_of({4, 5, 6}), only_later));
+    CHECK_FALSE(snapshots.plan(7, root / "chk-7", false, ops).incremental());
+  }
+  SECTION("checkpoints into another directory: full (the chain's paths are relative to its own)") {
+    auto snapshots = make(true);
+    REQUIRE(snapshots.continue_restored(root, 6, chain_of({4, 5, 6}), holds_whole));
+    CHECK_FALSE(snapshots.plan(7, "/elsewhere/job/chk-7", false, ops).incremental());
+  }
+  SECTION("without rolling the chain, begun by a full snapshot, is the base as it is") {
+    auto snapshots = make(false);
+    const std::vector<CheckpointTaskFile::PreviousFile> chain{{"../chk-5/chain-0-subtask-0.snap", 1000},
+                                                              {"../chk-6/chain-0-subtask-0.snap", 10}};
+    REQUIRE(snapshots.continue_restored(root, 6, chain, [](std::size_t, std::uint32_t) { return false; }));
+    auto p7 = snapshots.plan(7, root / "chk-7", false, ops);
+    CHECK(p7.previous == chain);
+    snapshots.written(7, 10);
+    snapshots.completed(7);
+    CHECK_FALSE(snapshots.plan(8, root / "chk-8", false, ops).incremental()); // 3 files: full_every
+  }
+  SECTION("incremental off, or a chain longer than full_every: full") {
+    runtime::IncrementalSnapshots off({.enabled = false, .full_every = 3}, "chain-0-subtask-0.snap",
+                                      state::KeyGroupRange{0, 6});
+    CHECK_FALSE(off.continue_restored(root, 6, chain_of({4, 5, 6}), holds_whole));
+    auto snapshots = make(true);
+    CHECK_FALSE(snapshots.continue_restored(root, 6, chain_of({3, 4, 5, 6}), holds_whole));
   }
 }
