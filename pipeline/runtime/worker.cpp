@@ -593,8 +593,8 @@ private:
       op->take_changed_key_groups(groups);
       op->take_changed_entries(entries);
     }
-    log_.debug("{}: checkpoints go on with the chain of {} ({} file(s))", chain_->label(),
-               restore.dir().filename().string(), readers.size());
+    log_.debug("checkpoints go on with the chain of {} ({} file(s))", restore.dir().filename().string(),
+               readers.size());
   }
 
   // [checkpoint] snapshot = "fork": a child process serialises and writes the operators'
