@@ -77,6 +77,13 @@ Result<CheckpointRestore> CheckpointRestore::open(const fs::path& path) {
   return r;
 }
 
+std::vector<const state::SnapshotReader*> CheckpointRestore::task_files(std::size_t task) const {
+  std::vector<const state::SnapshotReader*> out;
+  for (const auto& reader : earlier_.at(task)) out.push_back(&reader);
+  out.push_back(&readers_.at(task));
+  return out;
+}
+
 Result<void> CheckpointRestore::verify() {
   for (auto& reader : readers_)
     if (auto ok = reader.verify(); !ok) return Failure{ok.error()};

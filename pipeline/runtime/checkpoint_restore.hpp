@@ -42,6 +42,10 @@ public:
   const std::set<std::string>& nodes_with_state() const { return nodes_with_state_; }
   bool has_node(const std::string& node) const;
 
+  // The files of task `task` (metadata().tasks' order): its `previous` files oldest first, then
+  // its own.
+  std::vector<const state::SnapshotReader*> task_files(std::size_t task) const;
+
   // Reads every segment of every file, checking its checksums.
   Result<void> verify();
 

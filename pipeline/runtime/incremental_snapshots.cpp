@@ -17,6 +17,7 @@ IncrementalSettings incremental_settings_of(const pipeline::PipelineSpec& spec) 
   auto table = spec.root["checkpoint"];
   s.enabled = table["incremental"].value_or(true);
   s.full_every = static_cast<int>(std::clamp<std::int64_t>(table["full_every"].value_or(std::int64_t{10}), 1, 1000));
+  s.rolling = table["rolling"].value_or(false);
   return s;
 }
 
@@ -47,12 +48,32 @@ std::optional<std::vector<CheckpointTaskFile::PreviousFile>> decode_previous_fil
   return out;
 }
 
-IncrementalSnapshots::IncrementalSnapshots(IncrementalSettings settings, std::string own_file)
-    : settings_(settings), own_file_(std::move(own_file)) {}
+IncrementalSnapshots::IncrementalSnapshots(IncrementalSettings settings, std::string own_file,
+                                           state::KeyGroupRange key_groups)
+    : settings_(settings), own_file_(std::move(own_file)), key_groups_(key_groups) {}
+
+std::size_t IncrementalSnapshots::slices() const {
+  // One slice is a full snapshot each time: full_every = 1 means just that.
+  if (!settings_.rolling || settings_.full_every < 2) return 0;
+  return std::min<std::size_t>(static_cast<std::size_t>(settings_.full_every), key_groups_.size());
+}
+
+std::vector<std::uint32_t> IncrementalSnapshots::slice_groups(std::size_t slice) const {
+  std::vector<std::uint32_t> out;
+  const std::size_t n = slices();
+  for (std::uint32_t g = key_groups_.first + static_cast<std::uint32_t>(slice); g < key_groups_.end;
+       g += static_cast<std::uint32_t>(n))
+    out.push_back(g);
+  return out;
+}
 
 bool IncrementalSnapshots::start_full() const {
   if (!base_ || taken_.size() >= kMaxUncompleted) return true;
-  if (base_->files.size() >= static_cast<std::size_t>(std::max(settings_.full_every, 1))) return true;
+  const auto max_files = static_cast<std::size_t>(std::max(settings_.full_every, 1));
+  // Rolling: the chain stays short by itself (the plan drops a file as it adds one, at most
+  // full_every with the new one), and its first file is no full one to weigh the deltas against.
+  if (slices() > 0) return base_->whole_at.size() != slices() || base_->files.size() > max_files;
+  if (base_->files.size() >= max_files) return true;
   std::uint64_t deltas = 0;
   for (std::size_t k = 1; k < base_->files.size(); ++k) deltas += base_->files[k].bytes;
   return deltas > base_->files.front().bytes;
@@ -78,15 +99,33 @@ IncrementalSnapshots::Plan IncrementalSnapshots::plan(std::uint64_t id, const st
     }
   }
   now.may_be_base = settings_.enabled && !savepoint && dir.filename() == "chk-" + std::to_string(id);
+  // A restored chain's paths are relative to its own directory: only a sibling may name them.
+  if (restored_root_ && now.may_be_base) {
+    if (dir.parent_path().lexically_normal() != restored_root_->lexically_normal()) base_.reset();
+    restored_root_.reset();
+  }
 
   Plan plan;
   plan.groups.resize(operators.size());
   plan.deltas.resize(operators.size());
   if (now.may_be_base && !start_full()) {
     plan.previous = base_->files;
+    // Rolling wholes: the slice whose newest whole copy is oldest is written whole, and the
+    // files older than every slice's newest whole copy leave the chain.
+    std::vector<std::uint32_t> rolled;
+    if (slices() > 0) {
+      now.whole_at = base_->whole_at;
+      auto oldest = std::min_element(now.whole_at.begin(), now.whole_at.end());
+      rolled = slice_groups(static_cast<std::size_t>(oldest - now.whole_at.begin()));
+      *oldest = id;
+      const std::uint64_t needed_from = *std::min_element(now.whole_at.begin(), now.whole_at.end());
+      std::erase_if(plan.previous, [&](const CheckpointTaskFile::PreviousFile& f) {
+        return previous_checkpoint_of(f.path).value_or(0) < needed_from;
+      });
+    }
     for (std::size_t k = 0; k < operators.size(); ++k) {
       bool tracked = now.changed[k].has_value();
-      std::set<std::uint32_t> groups;
+      std::set<std::uint32_t> groups(rolled.begin(), rolled.end());
       if (tracked) groups.insert(now.changed[k]->begin(), now.changed[k]->end());
       for (const auto& [earlier, t] : taken_) {
         if (k >= t.changed.size() || !t.changed[k]) {
@@ -102,7 +141,7 @@ IncrementalSnapshots::Plan IncrementalSnapshots::plan(std::uint64_t id, const st
       // sorted: sorting short strings cost the loading bench 4% of its CPU when done always.
       std::map<std::uint32_t, std::vector<std::string>> deltas;
       std::map<std::uint32_t, int> takes; // how many takes gave keys of the group
-      std::set<std::uint32_t> whole;
+      std::set<std::uint32_t> whole(rolled.begin(), rolled.end());
       auto add = [&](const Taken& t) {
         if (!t.entries[k]) {
           whole.insert(t.changed[k]->begin(), t.changed[k]->end());
@@ -130,6 +169,8 @@ IncrementalSnapshots::Plan IncrementalSnapshots::plan(std::uint64_t id, const st
       }
     }
   }
+  // A full snapshot holds every slice whole.
+  if (!plan.incremental()) now.whole_at.assign(slices(), id);
   now.previous = plan.previous;
   taken_[id] = std::move(now);
   // Forgetting the oldest snapshot is safe: it can no longer become a base, and a base after
@@ -150,9 +191,35 @@ void IncrementalSnapshots::completed(std::uint64_t id) {
   Base base;
   base.id = id;
   base.files = t->second.previous;
+  base.whole_at = t->second.whole_at;
   base.files.push_back({"../chk-" + std::to_string(id) + "/" + own_file_, *t->second.bytes});
   base_ = std::move(base);
   taken_.erase(taken_.begin(), std::next(t));
+}
+
+bool IncrementalSnapshots::continue_restored(const std::filesystem::path& root, std::uint64_t id,
+                                             std::vector<CheckpointTaskFile::PreviousFile> files,
+                                             const std::function<bool(std::size_t, std::uint32_t)>& holds_whole) {
+  if (!settings_.enabled || files.empty() || files.size() > static_cast<std::size_t>(settings_.full_every))
+    return false;
+  // Without rolling the chain begins with the full snapshot it was started with (plan() drops
+  // no file then), as start_full() expects of a base.
+  Base base;
+  base.id = id;
+  for (std::size_t slice = 0; slice < slices(); ++slice) {
+    const auto groups = slice_groups(slice);
+    std::optional<std::uint64_t> newest;
+    for (std::size_t f = files.size(); f-- > 0 && !newest;)
+      if (std::all_of(groups.begin(), groups.end(), [&](std::uint32_t g) { return holds_whole(f, g); }))
+        newest = previous_checkpoint_of(files[f].path);
+    if (!newest) return false;
+    base.whole_at.push_back(*newest);
+  }
+  base.files = std::move(files);
+  base_ = std::move(base);
+  taken_.clear();
+  restored_root_ = root;
+  return true;
 }
 
 } // namespace streamctl::runtime

@@ -299,6 +299,7 @@ private:
     } catch (const Error& e) {
       throw Error(e.kind(), on_coordinator(e.what()));
     }
+    if (!staged && !donor) continue_restored_chain(*restore);
     log_.debug("{} restored from {}{}{}", chain_->label(), options_.restore.string(),
                staged ? " (fetched from the coordinator)" : "",
                donor ? ", " + std::to_string(kept_groups_) + " key group(s) kept in memory" : "");
@@ -520,13 +521,7 @@ private:
     // has serialised yet are the task's to serialise now, before this checkpoint's bookkeeping
     // (plan) changes their change marks.
     const std::size_t late_groups = chain_->complete_deferred();
-    if (!incremental_) {
-      IncrementalSettings settings = incremental_settings_of(job_->spec);
-      // Files sent to the coordinator are full snapshots, for now (incremental_snapshots.hpp).
-      if (options_.bootstrap && options_.bootstrap->checkpoint_storage_coordinator) settings.enabled = false;
-      incremental_.emplace(settings, task_snapshot_file(task_.chain, task_.subtask));
-    }
-    auto plan = incremental_->plan(barrier.checkpoint_id, barrier.directory, savepoint, chain_->operators());
+    auto plan = incremental_snapshots().plan(barrier.checkpoint_id, barrier.directory, savepoint, chain_->operators());
     if (!snapshot_writer_) snapshot_writer_ = std::make_unique<AsyncSnapshotWriter>(uploader_.get());
     TaskChain::EdgeSegments edges = chain_->snapshot_edges(barrier.checkpoint_id, savepoint);
     const bool forked = fork_snapshot(job, edges, plan);
@@ -553,6 +548,66 @@ private:
                late_groups > 0 ? ", " + std::to_string(late_groups) +
                                      " group(s) of the checkpoint before still frozen were serialised first"
                                : "");
+  }
+
+  IncrementalSnapshots& incremental_snapshots() {
+    if (!incremental_) {
+      IncrementalSettings settings = incremental_settings_of(job_->spec);
+      // Files sent to the coordinator are full snapshots, for now (incremental_snapshots.hpp).
+      if (options_.bootstrap && options_.bootstrap->checkpoint_storage_coordinator) settings.enabled = false;
+      incremental_.emplace(settings, task_snapshot_file(task_.chain, task_.subtask), chain_->key_groups());
+    }
+    return *incremental_;
+  }
+
+  // After a restore from this job's newest checkpoint, by a task the same as the one that wrote
+  // it: its first checkpoint builds on the chain it restored instead of writing all its state
+  // (incremental_snapshots.hpp). Another job's checkpoint (`--resume`, `--from-savepoint`: the
+  // pipeline may have changed how state is laid out), a savepoint, an older checkpoint (which
+  // the coordinator may prune while the new one builds on it), or a rescale that kept this
+  // worker: full, as before.
+  void continue_restored_chain(const CheckpointRestore& restore) {
+    const CheckpointMetadata& m = restore.metadata();
+    if (m.kind != "checkpoint" || m.job_id != options_.run_tag) return;
+    const auto completed = completed_checkpoints(restore.dir().parent_path());
+    if (completed.empty() || completed.back().lexically_normal() != restore.dir().lexically_normal()) return;
+    const std::string own = task_snapshot_file(task_.chain, task_.subtask);
+    const int parallelism = job_->plan.chains[static_cast<std::size_t>(task_.chain)].parallelism;
+    std::size_t task = m.tasks.size();
+    for (std::size_t k = 0; k < m.tasks.size(); ++k)
+      if (m.tasks[k].file == own && m.tasks[k].subtask == task_.subtask && m.tasks[k].parallelism == parallelism &&
+          m.tasks[k].nodes == chain_->node_names())
+        task = k;
+    if (task == m.tasks.size()) return;
+    const auto readers = restore.task_files(task);
+    const state::SnapshotHeader& header = readers.back()->header();
+    if (header.chain_id != static_cast<std::uint32_t>(task_.chain) || header.key_groups != chain_->key_groups()) return;
+    std::vector<CheckpointTaskFile::PreviousFile> files = m.tasks[task].previous;
+    files.push_back({"../" + restore.dir().filename().string() + "/" + own, m.tasks[task].bytes});
+    // The nodes whose keyed state a file must hold for a group to be whole in it.
+    std::vector<std::string> stateful;
+    const std::vector<std::string> names = chain_->node_names();
+    const std::size_t offset = chain_->source() ? 1 : 0;
+    const auto ops = chain_->operators();
+    for (std::size_t k = 0; k < ops.size() && offset + k < names.size(); ++k)
+      if (ops[k]->has_state()) stateful.push_back(names[offset + k]);
+    auto holds_whole = [&](std::size_t f, std::uint32_t group) {
+      return std::all_of(stateful.begin(), stateful.end(), [&](const std::string& node) {
+        return readers[f]->find(node, state::SegmentKind::Keyed, group) != nullptr;
+      });
+    };
+    if (!incremental_snapshots().continue_restored(restore.dir().parent_path(), m.checkpoint_id, std::move(files),
+                                                   holds_whole))
+      return;
+    // The restore marked every group changed; the chain holds them as they are.
+    std::vector<std::uint32_t> groups;
+    std::vector<state::GroupEntries> entries;
+    for (operators::Operator* op : ops) {
+      op->take_changed_key_groups(groups);
+      op->take_changed_entries(entries);
+    }
+    log_.debug("checkpoints go on with the chain of {} ({} file(s))", restore.dir().filename().string(),
+               readers.size());
   }
 
   // [checkpoint] snapshot = "fork": a child process serialises and writes the operators'

@@ -30,6 +30,7 @@ const std::vector<KeySchema>& checkpoint_keys() {
       key("storage", KeyType::Enum, {"coordinator", "shared"}),
       key("incremental", KeyType::Bool),
       key("full_every", KeyType::Int),
+      key("rolling", KeyType::Bool),
       key("snapshot", KeyType::Enum, {"copy", "fork", "deferred"}),
   };
   return keys;

@@ -4,7 +4,7 @@ tool, not a test: it prints figures and fails only when a run fails.
 
     tests/bench/checkpoint.py [--keys N,N...] [--updates N] [--runs N] [--streamctl PATH]
                               [--changing P,P...] [--seconds T] [--rate R] [--skip-rescale]
-                              [--incremental] [--only-rescale]
+                              [--incremental [--rolling]] [--only-rescale]
 
 For each key count (default 3,300,000 and 33,000,000: about 100 MB and 1 GB of keyed state
 as serialised, ~31 bytes a key), a generator feeds a keyed window (count and sum per key, ten
@@ -90,12 +90,16 @@ def main():
     ap.add_argument("--only-rescale", action="store_true", help="measure the rescale downtime only (step 5)")
     ap.add_argument("--incremental", action="store_true",
                     help="[checkpoint] incremental = true: checkpoints write only the entries that changed")
+    ap.add_argument("--rolling", action="store_true",
+                    help="[checkpoint] rolling = true: with --incremental, a share of the key groups whole at "
+                         "each checkpoint instead of a full checkpoint every full_every")
     ap.add_argument("--snapshot", choices=["copy", "fork", "deferred"], default="copy",
                     help='[checkpoint] snapshot: "fork" has a child process serialise and write the state, '
                          '"deferred" the writer thread the key groups written whole')
     args = ap.parse_args()
-    global INCREMENTAL, SNAPSHOT
+    global INCREMENTAL, SNAPSHOT, ROLLING
     INCREMENTAL = args.incremental
+    ROLLING = args.rolling
     SNAPSHOT = args.snapshot
     if args.runs < 1:
         ap.error("--runs must be at least 1")
@@ -113,6 +117,7 @@ def main():
 
 INCREMENTAL = False  # --incremental
 SNAPSHOT = "copy"  # --snapshot
+ROLLING = False  # --rolling
 
 def pipeline(work, name, keys, records, key=None, rate=0):
     """Writes the pipeline; `key` replaces the key expression (default: seq % keys)."""
@@ -125,6 +130,7 @@ dir = "{work}/ck"
 retain = 1
 timeout = "10m"
 incremental = {"true" if INCREMENTAL else "false"}
+{"rolling = true" if ROLLING else ""}
 snapshot = "{SNAPSHOT}"
 [sources.g]
 type = "generator"

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -364,4 +365,159 @@ TEST_CASE("with incremental off no entries are taken", "[incremental][delta]") {
   op.entries = {{1, {"a"}}};
   snapshots.plan(1, "/ck/chk-1", false, ops);
   CHECK(op.entries.size() == 1); // not taken: the operator does not start tracking
+}
+
+namespace {
+
+std::vector<CheckpointTaskFile::PreviousFile> chain_of(std::initializer_list<std::uint64_t> ids) {
+  std::vector<CheckpointTaskFile::PreviousFile> out;
+  for (std::uint64_t id : ids) out.push_back({"../chk-" + std::to_string(id) + "/chain-0-subtask-0.snap", 100 + id});
+  return out;
+}
+
+using Planned = std::optional<std::vector<std::uint32_t>>; // Plan::groups of one operator
+
+} // namespace
+
+TEST_CASE("rolling wholes: each checkpoint writes the slice whose whole copy is oldest, and older files leave the chain",
+          "[incremental][rolling]") {
+  // Groups 10..17 in 3 slices: {10, 13, 16}, {11, 14, 17}, {12, 15}.
+  runtime::IncrementalSnapshots snapshots({.enabled = true, .full_every = 3, .rolling = true},
+                                          "chain-0-subtask-0.snap", state::KeyGroupRange{10, 18});
+  EntryTrackedOperator op;
+  TrackedOperator untracked(false);
+  std::vector<operators::Operator*> ops{&op, &untracked};
+  const fs::path root = "/ck/job";
+  auto step = [&](std::uint64_t id, bool complete) {
+    auto p = snapshots.plan(id, root / ("chk-" + std::to_string(id)), false, ops);
+    snapshots.written(id, 100 + id);
+    if (complete) snapshots.completed(id);
+    return p;
+  };
+
+  CHECK_FALSE(step(1, true).incremental()); // the first is full: every slice whole at 1
+
+  op.entries = {{13, {"a"}}, {14, {"b"}}};
+  auto p2 = step(2, true);
+  REQUIRE(p2.incremental());
+  CHECK(p2.previous == chain_of({1}));
+  CHECK(p2.groups[0] == Planned({10, 13, 14, 16})); // slice 0 whole, and the changed group 14
+  CHECK(p2.deltas[0] == Deltas{{14, {"b"}}});       // 13 is in the slice: whole, not a delta
+  CHECK(p2.groups[1] == std::nullopt);              // an untracked operator writes every group
+
+  auto p3 = step(3, true);
+  CHECK(p3.previous == chain_of({1, 2}));
+  CHECK(p3.groups[0] == Planned({11, 14, 17}));
+
+  // Slice 2 at 4: every slice now has a whole copy at 2 or later, so chk-1 leaves the chain.
+  op.entries = {{10, {"c"}}};
+  auto p4 = step(4, true);
+  CHECK(p4.previous == chain_of({2, 3}));
+  CHECK(p4.groups[0] == Planned({10, 12, 15}));
+  CHECK(p4.deltas[0] == Deltas{{10, {"c"}}});
+
+  // 5 (slice 0) fails: it covered nothing, so 6 writes slice 0 again, and 5's changes with it.
+  op.entries = {{11, {"d"}}};
+  auto p5 = step(5, false);
+  CHECK(p5.previous == chain_of({3, 4}));
+  CHECK(p5.groups[0] == Planned({10, 11, 13, 16}));
+  op.entries = {{12, {"e"}}};
+  auto p6 = step(6, true);
+  CHECK(p6.previous == chain_of({3, 4}));
+  CHECK(p6.groups[0] == Planned({10, 11, 12, 13, 16}));
+  CHECK(p6.deltas[0] == Deltas{{11, {"d"}}, {12, {"e"}}});
+
+  auto p7 = step(7, true);
+  CHECK(p7.previous == chain_of({4, 6}));
+  CHECK(p7.groups[0] == Planned({11, 14, 17}));
+  // The chain never reaches full_every files, so no later checkpoint is full.
+  for (std::uint64_t id = 8; id < 40; ++id) {
+    auto p = step(id, id % 5 != 0);
+    REQUIRE(p.incremental());
+    CHECK(p.previous.size() <= 2);
+  }
+}
+
+TEST_CASE("rolling off, or no key groups to deal: full checkpoints every full_every as before",
+          "[incremental][rolling]") {
+  for (bool rolling : {false, true}) {
+    INFO("rolling " << rolling);
+    runtime::IncrementalSnapshots snapshots({.enabled = true, .full_every = 3, .rolling = rolling},
+                                            "chain-0-subtask-0.snap",
+                                            rolling ? state::KeyGroupRange{} : state::KeyGroupRange{0, 8});
+    TrackedOperator op(true);
+    std::vector<operators::Operator*> ops{&op};
+    std::vector<bool> incremental;
+    for (std::uint64_t id = 1; id <= 7; ++id) {
+      auto p = snapshots.plan(id, "/ck/chk-" + std::to_string(id), false, ops);
+      incremental.push_back(p.incremental());
+      if (p.incremental()) CHECK(p.groups[0] == Planned(std::vector<std::uint32_t>{}));
+      snapshots.written(id, 10);
+      snapshots.completed(id);
+    }
+    CHECK(incremental == std::vector<bool>{false, true, true, false, true, true, false});
+  }
+}
+
+TEST_CASE("a task restored from its own chain goes on with it, when each slice has a whole copy there",
+          "[incremental][rolling][restored]") {
+  // Groups 0..5 in 3 slices: {0, 3}, {1, 4}, {2, 5}. The restored chain: chk-4 holds every
+  // group whole, chk-5 slice 1, chk-6 (the restored checkpoint's own file) slice 2.
+  const fs::path root = "/ck/job";
+  const std::vector<std::set<std::uint32_t>> whole_in{{0, 1, 2, 3, 4, 5}, {1, 4}, {2, 5}};
+  auto holds_whole = [&](std::size_t f, std::uint32_t g) { return whole_in[f].count(g) > 0; };
+  auto make = [](bool rolling) {
+    return runtime::IncrementalSnapshots({.enabled = true, .full_every = 3, .rolling = rolling},
+                                         "chain-0-subtask-0.snap", state::KeyGroupRange{0, 6});
+  };
+  EntryTrackedOperator op;
+  std::vector<operators::Operator*> ops{&op};
+
+  SECTION("the next checkpoint rolls on from it") {
+    auto snapshots = make(true);
+    REQUIRE(snapshots.continue_restored(root, 6, chain_of({4, 5, 6}), holds_whole));
+    op.entries = {{4, {"k"}}};
+    auto p7 = snapshots.plan(7, root / "chk-7", false, ops);
+    REQUIRE(p7.incremental());
+    CHECK(p7.previous == chain_of({5, 6})); // slice 0 rolls: chk-4 leaves the chain
+    CHECK(p7.groups[0] == Planned({0, 3, 4}));
+    CHECK(p7.deltas[0] == Deltas{{4, {"k"}}});
+  }
+  SECTION("a savepoint first is full, and the checkpoint after it still goes on with the chain") {
+    auto snapshots = make(true);
+    REQUIRE(snapshots.continue_restored(root, 6, chain_of({4, 5, 6}), holds_whole));
+    CHECK_FALSE(snapshots.plan(7, root / "savepoint-20261204-7", true, ops).incremental());
+    snapshots.written(7, 500);
+    snapshots.completed(7);
+    CHECK(snapshots.plan(8, root / "chk-8", false, ops).previous == chain_of({5, 6}));
+  }
+  SECTION("a slice without a whole copy in the chain: full") {
+    auto snapshots = make(true);
+    auto only_later = [&](std::size_t f, std::uint32_t g) { return f > 0 && holds_whole(f, g); };
+    CHECK_FALSE(snapshots.continue_restored(root, 6, chain_of({4, 5, 6}), only_later));
+    CHECK_FALSE(snapshots.plan(7, root / "chk-7", false, ops).incremental());
+  }
+  SECTION("checkpoints into another directory: full (the chain's paths are relative to its own)") {
+    auto snapshots = make(true);
+    REQUIRE(snapshots.continue_restored(root, 6, chain_of({4, 5, 6}), holds_whole));
+    CHECK_FALSE(snapshots.plan(7, "/elsewhere/job/chk-7", false, ops).incremental());
+  }
+  SECTION("without rolling the chain, begun by a full snapshot, is the base as it is") {
+    auto snapshots = make(false);
+    const std::vector<CheckpointTaskFile::PreviousFile> chain{{"../chk-5/chain-0-subtask-0.snap", 1000},
+                                                              {"../chk-6/chain-0-subtask-0.snap", 10}};
+    REQUIRE(snapshots.continue_restored(root, 6, chain, [](std::size_t, std::uint32_t) { return false; }));
+    auto p7 = snapshots.plan(7, root / "chk-7", false, ops);
+    CHECK(p7.previous == chain);
+    snapshots.written(7, 10);
+    snapshots.completed(7);
+    CHECK_FALSE(snapshots.plan(8, root / "chk-8", false, ops).incremental()); // 3 files: full_every
+  }
+  SECTION("incremental off, or a chain longer than full_every: full") {
+    runtime::IncrementalSnapshots off({.enabled = false, .full_every = 3}, "chain-0-subtask-0.snap",
+                                      state::KeyGroupRange{0, 6});
+    CHECK_FALSE(off.continue_restored(root, 6, chain_of({4, 5, 6}), holds_whole));
+    auto snapshots = make(true);
+    CHECK_FALSE(snapshots.continue_restored(root, 6, chain_of({3, 4, 5, 6}), holds_whole));
+  }
 }

@@ -167,6 +167,8 @@ Lines take_output(std::vector<std::unique_ptr<Run>>& runs) {
 
 struct ChainFigures {
   std::size_t keyed = 0, deltas = 0; // segments written in incremental checkpoints
+  std::size_t full = 0;              // full snapshots, of every subtask
+  std::uint64_t latest_chain_start = 0; // the oldest previous file of the newest incremental plan
 };
 
 // Writes checkpoint `id` of every subtask into root/chk-ID as a task would; its _metadata
@@ -187,6 +189,8 @@ void checkpoint(Harness& h, std::vector<std::unique_ptr<Run>>& runs,
   for (int sub = 0; sub < p; ++sub) {
     ops::Operator& op = runs[static_cast<std::size_t>(sub)]->op();
     auto plan = incremental[static_cast<std::size_t>(sub)].plan(id, dir, false, {&op});
+    if (!plan.incremental()) ++figures.full;
+    else figures.latest_chain_start = runtime::previous_checkpoint_of(plan.previous.front().path).value_or(0);
     st::SnapshotHeader header;
     header.job_name = "t";
     header.checkpoint_id = id;
@@ -244,7 +248,7 @@ struct Outcome {
 // complete), "crashes" after the last, restores the newest completed checkpoint at new_p,
 // replays from it and finishes.
 Outcome crash_and_restore(const std::string& toml, std::uint64_t seed, int old_p, int new_p, int full_every,
-                          const std::vector<std::uint64_t>& failing, int hot = 0) {
+                          const std::vector<std::uint64_t>& failing, int hot = 0, bool rolling = false) {
   Harness h(toml);
   const auto steps = make_steps(h, seed, 400, 300, hot);
   const auto max_p = static_cast<std::uint32_t>(h.job().spec.max_parallelism);
@@ -256,8 +260,11 @@ Outcome crash_and_restore(const std::string& toml, std::uint64_t seed, int old_p
   {
     auto runs = make_runs(h, old_p);
     std::vector<runtime::IncrementalSnapshots> incremental;
+    // Rolling wholes deal each task's key groups into slices; without its range a task writes
+    // full checkpoints every full_every instead.
     for (int s = 0; s < old_p; ++s)
-      incremental.emplace_back(runtime::IncrementalSettings{true, full_every}, runtime::task_snapshot_file(0, s));
+      incremental.emplace_back(runtime::IncrementalSettings{true, full_every, rolling}, runtime::task_snapshot_file(0, s),
+                               rolling ? st::key_group_range(s, old_p, max_p) : st::KeyGroupRange{});
     const std::size_t every = steps.size() / 9;
     Lines pending;
     for (std::uint64_t id = 1; id * every < steps.size(); ++id) {
@@ -395,15 +402,23 @@ void check_chains(const std::string& toml, int hot = 30) {
   struct Case {
     int old_p, new_p, full_every;
     std::vector<std::uint64_t> failing;
+    bool rolling = false;
   };
-  const Case cases[] = {{1, 1, 100, {}}, {1, 3, 100, {3, 5}}, {2, 2, 4, {2}}, {3, 2, 100, {4, 6, 7}},
-                        {2, 1, 3, {}},   {4, 3, 100, {8}}};
+  // Rolling chains (full_every 2 to 4 over 9 checkpoints) drop their oldest files several times.
+  const Case cases[] = {{1, 1, 100, {}},         {1, 3, 100, {3, 5}},     {2, 2, 4, {2}},
+                        {3, 2, 100, {4, 6, 7}},  {2, 1, 3, {}},           {4, 3, 100, {8}},
+                        {1, 1, 3, {}, true},     {1, 2, 4, {3, 4}, true}, {2, 3, 3, {5}, true},
+                        {3, 1, 2, {2, 7}, true}, {4, 4, 3, {}, true}};
   std::size_t deltas = 0;
   for (const auto& c : cases) {
     INFO("parallelism " << c.old_p << " -> " << c.new_p << ", full_every " << c.full_every << ", "
-                        << c.failing.size() << " failing checkpoints");
-    Outcome got = crash_and_restore(toml, 17, c.old_p, c.new_p, c.full_every, c.failing, hot);
+                        << c.failing.size() << " failing checkpoints" << (c.rolling ? ", rolling" : ""));
+    Outcome got = crash_and_restore(toml, 17, c.old_p, c.new_p, c.full_every, c.failing, hot, c.rolling);
     CHECK(sorted(got.out) == reference);
+    if (c.rolling) {
+      CHECK(got.figures.full == static_cast<std::size_t>(c.old_p)); // only each task's first
+      CHECK(got.figures.latest_chain_start > 1);                     // the first file left the chain
+    }
     deltas += got.figures.deltas;
   }
   CHECK(deltas > 0); // the chains did hold deltas

@@ -1,0 +1,123 @@
+# Rolling wholes ([checkpoint] rolling = true, with incremental checkpoints): a task's
+# first checkpoint is full and no later one is; each writes a share of the key groups whole,
+# so a chain stays under full_every files and its oldest files leave it (and are pruned).
+# Then the newest checkpoint of a job stopped midway restores, by a job that finishes it,
+# to the output of a run without a stop.
+source "$(dirname "$0")/lib/common.bash"
+source "$(dirname "$0")/lib/exactly_once.bash"
+
+# Keys spread over every key group of both subtasks and change slowly, so that deltas pay and
+# each checkpoint's share of whole groups is what keeps the chain short.
+pipeline() { # NAME OUT
+  cat <<TOML
+name = "$1"
+parallelism = 2
+[checkpoint]
+interval = "100ms"
+dir = "$WORK/ck"
+full_every = 3
+rolling = true
+retain = 1
+[sources.gen]
+type = "generator"
+profile = "counter"
+count = 40000
+rate = 10000
+event_time = "ts"
+[operators.keyed]
+type = "map"
+inputs = ["gen"]
+set = { k = "seq % 5000" }
+[operators.counts]
+type = "window"
+inputs = ["keyed"]
+key = ["k"]
+window = { kind = "tumbling", size = "1h" }
+aggregates = { n = "count()", s = "sum(seq)" }
+[sinks.out]
+type = "file"
+inputs = ["counts"]
+path = "$2"
+TOML
+}
+
+pipeline reference "$WORK/expected" >"$WORK/reference.toml"
+run_reference "$WORK/reference.toml" "$WORK/expected" 4000
+
+# 1. While the job runs, note every completed checkpoint's _metadata: only the first may be
+# full (version 2, no `previous`), and no `previous` list may reach full_every - 1 + 1 files.
+pipeline rolling "$WORK/got" >"$WORK/rolling.toml"
+"$STREAMCTL" -v run "$WORK/rolling.toml" 2>"$WORK/run.log" &
+pid=$!
+wait_for_text "$WORK/run.log" "records flowing"
+mkdir "$WORK/seen"
+while kill -0 $pid 2>/dev/null; do
+  for m in "$WORK/ck/rolling"/chk-*/_metadata; do
+    [[ -f $m ]] || continue
+    n=$(basename "$(dirname "$m")")
+    [[ -f $WORK/seen/$n ]] || cp "$m" "$WORK/seen/$n" 2>/dev/null || true
+  done
+  sleep 0.03
+done
+set +e; wait $pid; code=$?; set -e
+assert_eq 0 "$code" "exit code ($(tail -3 "$WORK/run.log"))"
+assert_same_output "$WORK/got" "the output with rolling checkpoints differs from the output without"
+python3 - "$WORK/seen" <<'PY' || fail "the checkpoints did not roll (see above)"
+import os, re, sys
+seen = sorted(os.listdir(sys.argv[1]), key=lambda n: int(n.split("-")[1]))
+assert len(seen) >= 8, f"only {len(seen)} checkpoints seen"
+first = int(seen[0].split("-")[1])
+dropped = False
+for name in seen:
+    text = open(os.path.join(sys.argv[1], name)).read()
+    n = int(name.split("-")[1])
+    chains = [re.findall(r"chk-(\d+)/", p) for p in re.findall(r"previous = \[([^\]]*)\]", text)]
+    if n > first + 1:
+        assert chains, f"{name} is full: only a task's first checkpoint may be"
+    for chain in chains:
+        assert len(chain) <= 2, f"{name} builds on {len(chain)} files (full_every = 3)"
+        if chain and int(min(chain, key=int)) > first:
+            dropped = True
+assert dropped, "no chain ever left its first, full file"
+print(f"{len(seen)} checkpoints seen, chk-{first} the only full one; chains of at most 2 earlier files")
+PY
+verify_checkpoints "$WORK/ck/rolling"
+# Prune keeps only what the retained checkpoint names: no more than full_every directories.
+left=$(find "$WORK/ck/rolling" -maxdepth 1 -name 'chk-*' | wc -l)
+((left <= 3)) || fail "$left checkpoint directories left, with retain = 1 and full_every = 3"
+
+# 2. Kill the job's coordinator once its chains have rolled, then `restart` it from its newest
+# checkpoint (a rolled chain, its first file gone): every task goes on with its chain rather
+# than writing a full checkpoint, and the output is the reference's exactly.
+pipeline halted "$WORK/halted" >"$WORK/halted.toml"
+"$STREAMCTL" -v run "$WORK/halted.toml" 2>"$WORK/halted.log" &
+pid=$!
+wait_for_text "$WORK/halted.log" "records flowing"
+newest() { find "$WORK/ck/halted" -path '*/chk-*/_metadata' 2>/dev/null | sed 's|.*/chk-||; s|/_metadata||' | sort -n | tail -1; }
+until [[ $(newest) -ge 7 ]]; do
+  kill -0 $pid 2>/dev/null || fail "the job ended before its chain rolled"
+  sleep 0.05
+done
+kill -9 $pid
+wait $pid 2>/dev/null || true
+assert_no_processes_left
+# Every checkpoint from chk-5 on is a rolled chain: incremental, its first file gone.
+for m in "$WORK/ck/halted"/chk-*/_metadata; do
+  chk=$(dirname "$m")
+  (($(basename "$chk" | sed 's/chk-//') >= 5)) || continue
+  grep -q "^version = 3" "$m" || { cat "$m" >&2; fail "$(basename "$chk") is not incremental"; }
+  if grep -q 'chk-1/' "$m"; then fail "$(basename "$chk") still builds on the first, full checkpoint"; fi
+  run_expect 0 "$STREAMCTL" snapshot verify "$chk"
+done
+id=$(python3 -c 'import json, sys, glob
+for p in glob.glob(sys.argv[1] + "/jobs/halted-*/job.json"): print(json.load(open(p))["id"])' "$STREAMCTL_STATE_DIR")
+run_expect 0 "$STREAMCTL" -vv restart "$id"
+from=$(grep -o 'restarting job .* from .*/chk-[0-9]*' "$WORK/err" | sed 's|.*/chk-||' | head -1)
+[[ -n $from ]] || fail "restart named no checkpoint: $(head -c 2000 "$WORK/err")"
+((from >= 5)) || fail "restart went back to chk-$from, before the chains rolled"
+# Every task went on with the chain it restored: none wrote all its state again.
+continued=$(grep -c "checkpoints go on with the chain of chk-$from" "$WORK/err" || true)
+assert_eq 4 "$continued" "tasks that went on with their restored chain"
+assert_same_output "$WORK/halted" "the output restarted from rolled chain chk-$from differs"
+assert_no_processes_left
+echo ok
