@@ -3,7 +3,7 @@
 # changes one first). Workers are killed with -9 again and again: the first kill soon after the
 # start (before or at the first checkpoint), the others every 0.3-0.8 s, so that many land while
 # a checkpoint's frozen groups are being serialised (a checkpoint every 150 ms of a state that
-# keeps growing, every one full in the first run, incremental in the second). The output must be
+# keeps growing, every one full in the first run, incremental with rolling wholes in the second). The output must be
 # that of a run without failures, exactly once, groups must really have been deferred, and
 # what is left of the checkpoints verifies.
 source "$(dirname "$0")/lib/common.bash"
@@ -28,6 +28,7 @@ interval = "150ms"
 dir = "$WORK/ck"
 snapshot = "deferred"
 incremental = $3
+rolling = $3
 full_every = 4
 retain = 2
 [restart]
