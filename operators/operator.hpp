@@ -6,7 +6,8 @@
 // these objects and the data plane, and a unit test can drive them directly
 // (tests/unit/operators/harness.hpp).
 //
-// Threading: every method is called from the one task thread that owns the object.
+// Threading: every method is called from the one task thread that owns the object (but what
+// freeze_key_groups returns, which the snapshot writer's thread runs).
 
 #include <cstdint>
 #include <filesystem>
@@ -23,6 +24,10 @@
 #include "state/changed_entries.hpp"
 #include "state/error.hpp"
 #include "state/field_names.hpp"
+
+namespace streamctl::state {
+class FrozenKeyGroups; // state/frozen_key_groups.hpp
+} // namespace streamctl::state
 
 namespace streamctl::operators {
 
@@ -133,6 +138,20 @@ public:
   virtual bool snapshot_key_group_delta(std::uint32_t /*key_group*/, const std::vector<std::string>& /*keys*/,
                                         std::string& /*out*/) const {
     return false;
+  }
+  // Deferred snapshots ([checkpoint] snapshot = "deferred"; state/frozen_key_groups.hpp).
+  // Called on the task thread at a barrier, between batches, instead of snapshot_key_group for
+  // `groups` (of this subtask's range, sorted: those the checkpoint writes whole): freezes them
+  // as they are now and returns what serialises each of them later into exactly the bytes
+  // snapshot_key_group would append now. The snapshot writer's thread calls that while the task
+  // goes on, so it must read only the group's own tables and configuration (what other groups
+  // share, such as timers, is copied here), and the operator must call thaw() on the returned
+  // object's group before anything changes that group after this call, and thaw_all() before
+  // what sweeps many groups (KeyGroupFreezer does both). A later call thaws the groups of the
+  // one before first. nullptr (the default): the operator defers nothing, and the runtime calls
+  // snapshot_key_group now.
+  virtual std::shared_ptr<state::FrozenKeyGroups> freeze_key_groups(const std::vector<std::uint32_t>& /*groups*/) {
+    return nullptr;
   }
   // State that belongs to the subtask, not to a key group (a broadcast join's records);
   // appends nothing when there is none.

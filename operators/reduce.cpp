@@ -16,6 +16,7 @@
 #include "state/key_codec.hpp"
 #include "state/changed_entries.hpp"
 #include "state/changed_groups.hpp"
+#include "state/frozen_key_groups.hpp"
 #include "state/key_group.hpp"
 #include "state/keyed_map.hpp"
 #include "state/state_codec.hpp"
@@ -76,11 +77,13 @@ class Reduce final : public Operator {
 public:
   Reduce(KeyFields key, Aggregates aggregates, std::int64_t ttl_ms)
       : key_(std::move(key)), aggregates_(std::move(aggregates)), ttl_ms_(ttl_ms) {}
+  ~Reduce() override { freezer_.abandon(); } // no other thread reads a group from here on
 
   void open(OperatorContext& ctx) override {
     Operator::open(ctx);
     auto max_parallelism = static_cast<std::uint32_t>(ctx.pipeline->max_parallelism);
     rows_.emplace(state::key_group_range(ctx.subtask, ctx.parallelism, max_parallelism), max_parallelism);
+    rows_->set_write_check(&freezer_);
     changed_ = state::ChangedGroups(rows_->key_group_range());
     entries_ = state::ChangedEntries(rows_->key_group_range());
   }
@@ -106,6 +109,7 @@ public:
       }
       std::uint64_t hash = state::hash_key_bytes(key_bytes_);
       const std::uint32_t group = state::key_group_of(hash, rows_->max_parallelism());
+      freezer_.thaw(group); // deferred snapshots: the group as the barrier left it is serialised first
       changed_.mark(group);
       bool inserted = false;
       Row* found;
@@ -171,7 +175,26 @@ public:
   //             is no error: a row made and expired between two snapshots)
   // A changed row is tracked (state/changed_entries.hpp) under its key bytes and key hash; its
   // mark is in rows_.
+  // Deferred snapshots (Operator::freeze_key_groups): a group's rows are in its own table, and
+  // a reduce has no timers, so the writer's thread serialises a group as snapshot_key_group
+  // does. Every path that changes a group's rows, and where it thaws the group first:
+  //   - a record for a key of the group (process): where its group is resolved;
+  //   - the ttl sweep (expire), group by group before it erases any row of it;
+  //   - the next checkpoint's change bookkeeping (take_changed_entries unmarks rows):
+  //     thaw_all; its snapshot only reads, and freeze_key_groups thaws the earlier freeze;
+  //   - a rescale that keeps this worker: take_key_group_from thaws the donor's group;
+  //   - a restore (GroupLoad::install) thaws the group it fills;
+  //   - destruction: abandon, which waits for a group the writer is at.
+  // The map's write check (KeyedMap::set_write_check) asserts in debug builds that no change
+  // reaches a group still frozen.
+  std::shared_ptr<state::FrozenKeyGroups> freeze_key_groups(const std::vector<std::uint32_t>& groups) override {
+    if (!rows_) return nullptr;
+    return freezer_.freeze(rows_->key_group_range(), groups,
+                           [this](std::uint32_t g, std::string& out) { snapshot_key_group(g, out); });
+  }
+
   bool take_changed_entries(std::vector<state::GroupEntries>& out) override {
+    freezer_.thaw_all(); // unmarking writes the groups' slots
     entries_.take(
         out,
         [&](std::string_view key, std::uint64_t hash) { return rows_->unmark(key, hash); },
@@ -222,6 +245,7 @@ public:
         donor->rows_->max_parallelism() != rows_->max_parallelism() ||
         donor->aggregates_.state_bytes() != aggregates_.state_bytes() || donor->ttl_ms_ != ttl_ms_)
       return nullptr;
+    donor->freezer_.thaw(key_group); // its table moves out
     auto load = std::make_unique<GroupLoad>(const_cast<Reduce&>(*this), key_group);
     if (donor->rows_->group_size(key_group) != 0) {
       load->rows_.adopt_group(key_group, *donor->rows_);
@@ -256,6 +280,7 @@ private:
         : self_(self), group_(group), rows_({group, group + 1}, self.rows_->max_parallelism()) {}
 
     Result<void> install() override {
+      self_.freezer_.thaw(group_);
       if (self_.rows_->group_size(group_) != 0) return self_.restore_failure(group_, "restored twice");
       if (rows_.size() != 0) self_.rows_->adopt_group(group_, rows_);
       return {};
@@ -355,7 +380,8 @@ private:
   void expire(std::int64_t now) {
     last_sweep_ = now;
     const state::KeyGroupRange range = rows_->key_group_range();
-    for (std::uint32_t group = range.first; group < range.end; ++group)
+    for (std::uint32_t group = range.first; group < range.end; ++group) {
+      freezer_.thaw(group); // deferred snapshots: serialised as the barrier left it first
       if (rows_->erase_if_in_group(group, [&](std::string_view key, Row& row) {
             if (now - row.last_seen() < ttl_ms_) return false;
             // An erased row takes its mark along: recorded whether marked or not.
@@ -363,6 +389,7 @@ private:
             return true;
           }) > 0)
         changed_.mark(group);
+    }
   }
 
   KeyFields key_;
@@ -375,6 +402,9 @@ private:
   std::string key_bytes_;
   state::RecordBuilder builder_;
   pipeline::EvalContext eval_;
+  // Deferred snapshots: the groups frozen at the last barrier (see freeze_key_groups). Last, so
+  // that it is destroyed first (it abandons what is still frozen).
+  state::KeyGroupFreezer freezer_;
 };
 
 } // namespace

@@ -14,6 +14,7 @@
 #include "operators/toml_order.hpp"
 #include "state/changed_entries.hpp"
 #include "state/changed_groups.hpp"
+#include "state/frozen_key_groups.hpp"
 #include "state/key_codec.hpp"
 #include "state/key_group.hpp"
 #include "state/keyed_map.hpp"
@@ -263,6 +264,7 @@ public:
                        aggregates_.block_align() <= alignof(Cell)) {}
 
   ~AlignedWindows() override {
+    freezer_.abandon(); // no other thread reads a group from here on
     for (Domain& d : domains_)
       if (d.windows)
         d.windows->for_each([&](std::string_view, Cell& cell) { destroy_block(cell); });
@@ -276,6 +278,7 @@ public:
     range_ = state::key_group_range(ctx.subtask, ctx.parallelism, max_parallelism_);
     for (Domain& d : domains_) {
       d.windows.emplace(range_, max_parallelism_);
+      d.windows->set_write_check(&freezer_);
       d.registered.assign(range_.size(), GroupTimer{INT64_MIN, INT64_MIN});
     }
     timers_.emplace(range_, max_parallelism_);
@@ -358,27 +361,44 @@ public:
   }
 
   void snapshot_key_group(std::uint32_t key_group, std::string& out) const override {
-    if (!range_.contains(key_group)) return;
-    bool any_timer = false;
-    timers_->for_each_in_group(key_group, [&](const state::TimerView&) { any_timer = true; });
-    if (!any_timer && domains_[0].windows->group_size(key_group) == 0 &&
-        domains_[1].windows->group_size(key_group) == 0)
-      return;
-    state::StateWriter w(out);
-    w.header('A');
-    w.zigzag(window_.size);
-    w.zigzag(window_.slide);
-    for (const Domain& d : domains_) {
-      w.varint(d.windows->group_size(key_group));
-      d.windows->for_each_in_group(key_group, [&](std::string_view map_key, const Cell& cell) {
-        std::int64_t start = 0;
-        read_zigzag_varint(map_key, start);
-        w.zigzag(start);
-        w.bytes(map_key);
-        aggregates_.serialize(block_of(const_cast<Cell&>(cell)), out);
-      });
+    if (!range_.contains(key_group) || group_is_empty(key_group)) return;
+    write_windows(key_group, out);
+    state::StateWriter(out).timers(*timers_, key_group);
+  }
+
+  // Deferred snapshots (Operator::freeze_key_groups). The windows of a group are in its own
+  // tables, which the writer's thread may read while the task changes other groups' tables; the
+  // timers of every group share one TimerService, which it may not: so the timers' bytes (the
+  // end of the segment), and whether the segment is empty, are taken now, the windows later.
+  //
+  // Every path that changes a group's tables or timers, and where it thaws the group first:
+  //   - a record for a key of the group (process → add): plan(), where the record's group is
+  //     resolved, before any of the batch's records is added;
+  //   - a timer of the group that fires (on_watermark, on_processing_time, finish; a window's
+  //     rows, purge after allowed_lateness; the timer it registers next): fire();
+  //   - the next checkpoint's change bookkeeping (take_changed_entries unmarks entries):
+  //     thaw_all; its snapshot (snapshot_key_group, a delta, freeze_key_groups) only reads,
+  //     and freeze_key_groups thaws the earlier freeze first;
+  //   - a rescale that keeps this worker: take_key_group_from thaws the donor's group;
+  //   - a restore (GroupLoad::install) thaws the group it fills (none is frozen before the
+  //     first snapshot, but a restore never runs after one either);
+  //   - destruction: abandon, which waits for a group the writer is at.
+  // The maps' write check (KeyedMap::set_write_check) asserts in debug builds that no change
+  // reaches a group still frozen. Timers are not checked: the writer never reads them.
+  std::shared_ptr<state::FrozenKeyGroups> freeze_key_groups(const std::vector<std::uint32_t>& groups) override {
+    freezer_.thaw_all(); // the earlier freeze's groups are the task's again before timers are read
+    auto tails = std::make_shared<std::vector<std::optional<std::string>>>(range_.size());
+    for (std::uint32_t g : groups) {
+      if (!range_.contains(g) || group_is_empty(g)) continue;
+      std::string& tail = (*tails)[g - range_.first].emplace();
+      state::StateWriter(tail).timers(*timers_, g);
     }
-    w.timers(*timers_, key_group);
+    return freezer_.freeze(range_, groups, [this, tails](std::uint32_t g, std::string& out) {
+      const std::optional<std::string>& tail = (*tails)[g - range_.first];
+      if (!tail) return; // empty at the barrier
+      write_windows(g, out);
+      out.append(*tail);
+    });
   }
 
   bool take_changed_key_groups(std::vector<std::uint32_t>& out) override {
@@ -401,6 +421,7 @@ public:
   // event time, 1 processing time), then the map key; and under the window's map hash. Its
   // mark is in its domain's map.
   bool take_changed_entries(std::vector<state::GroupEntries>& out) override {
+    freezer_.thaw_all(); // unmarking writes the groups' slots
     entries_.take(
         out,
         [&](std::string_view tracked, std::uint64_t hash) {
@@ -492,6 +513,7 @@ public:
         donor->max_parallelism_ != max_parallelism_ || donor->window_.size != window_.size ||
         donor->window_.slide != window_.slide || donor->aggregates_.state_bytes() != aggregates_.state_bytes())
       return nullptr;
+    donor->freezer_.thaw(key_group); // its tables move out
     auto load = std::make_unique<GroupLoad>(const_cast<AlignedWindows&>(*this), key_group);
     for (int di = 0; di < 2; ++di) {
       Windows& from = *donor->domains_[di].windows;
@@ -530,6 +552,7 @@ private:
     }
 
     Result<void> install() override {
+      self_.freezer_.thaw(group_);
       for (int di = 0; di < 2; ++di)
         if (self_.domains_[di].windows->group_size(group_) != 0)
           return self_.restore_failure(group_, "restored twice");
@@ -687,6 +710,33 @@ private:
     return {};
   }
 
+  bool group_is_empty(std::uint32_t key_group) const {
+    bool any_timer = false;
+    timers_->for_each_in_group(key_group, [&](const state::TimerView&) { any_timer = true; });
+    return !any_timer && domains_[0].windows->group_size(key_group) == 0 &&
+           domains_[1].windows->group_size(key_group) == 0;
+  }
+
+  // A key-group segment but its timers (snapshot_key_group). Reads the group's own tables and
+  // the configuration only: safe on the writer's thread while the group is frozen.
+  void write_windows(std::uint32_t key_group, std::string& out) const {
+    state::StateWriter w(out);
+    w.header('A');
+    w.zigzag(window_.size);
+    w.zigzag(window_.slide);
+    for (const Domain& d : domains_) {
+      const Windows& windows = *d.windows;
+      w.varint(windows.group_size(key_group));
+      windows.for_each_in_group(key_group, [&](std::string_view map_key, const Cell& cell) {
+        std::int64_t start = 0;
+        read_zigzag_varint(map_key, start);
+        w.zigzag(start);
+        w.bytes(map_key);
+        aggregates_.serialize(block_of(const_cast<Cell&>(cell)), out);
+      });
+    }
+  }
+
   // Records that the window `map_key` of domain `di` changed for the first time since the last
   // take, or was erased (ChangedEntries).
   void track(int di, std::string_view map_key, std::uint64_t hash, std::uint32_t group) {
@@ -800,6 +850,7 @@ private:
       p.key_size = static_cast<std::uint32_t>(keys_.size() - p.key_begin);
       p.hash = state::hash_key_bytes(std::string_view(keys_.data() + p.key_begin, p.key_size));
       p.group = group_of_(p.hash);
+      freezer_.thaw(p.group); // add() changes it (deferred snapshots)
       p.slot_hash = window_hash(p.group, p.hash, p.last_start);
     }
   }
@@ -883,6 +934,7 @@ private:
   // The timer of `group` at `time` for the windows that end at `end` went off.
   void fire(Domain& d, bool event, std::uint32_t group, std::int64_t time, std::int64_t end,
             state::Batch& out) {
+    freezer_.thaw(group); // deferred snapshots: the group as the barrier left it is serialised first
     changed_.mark(group); // its timer went, and its windows go or change
     GroupTimer& last = d.registered[group - range_.first];
     if (last == GroupTimer{time, end}) last = GroupTimer{INT64_MIN, INT64_MIN};
@@ -930,6 +982,9 @@ private:
   bool slide_cached_ = false;
   // scratch: per record to add, max_start_bytes of room for a window start, then its key bytes
   std::string keys_;
+  // Deferred snapshots: the groups frozen at the last barrier (see freeze_key_groups). Last, so
+  // that it is destroyed first (it abandons what is still frozen).
+  state::KeyGroupFreezer freezer_;
 };
 
 [[noreturn]] void usage_error(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,

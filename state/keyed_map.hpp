@@ -35,7 +35,10 @@
 // or erase (erase_if does its own erasing). Iteration order is unspecified.
 //
 // V must be nothrow move-constructible; its destructor runs on erase, clear_group and
-// destruction. Not thread-safe: one map belongs to one subtask thread.
+// destruction. Not thread-safe: one map belongs to one subtask thread; but for deferred
+// snapshots (state/frozen_key_groups.hpp), where another thread reads one key group through the
+// const for_each_in_group and group_size while this one changes others. Debug builds then check
+// every change (set_write_check).
 
 #include <bit>
 #include <concepts>
@@ -55,6 +58,17 @@
 #include "state/short_copy.hpp"
 
 namespace streamctl::state {
+
+// Asked before a KeyedMap changes a key group, or hands out a value that may be changed
+// (KeyedMap::set_write_check; debug builds only): deferred snapshots assert there that the group
+// is not frozen and still to be serialised (state/frozen_key_groups.hpp).
+class KeyGroupWriteCheck {
+public:
+  virtual void check_write(std::uint32_t key_group) const = 0;
+
+protected:
+  ~KeyGroupWriteCheck() = default;
+};
 
 namespace detail {
 
@@ -230,6 +244,11 @@ public:
   KeyGroupRange key_group_range() const { return range_; }
   std::uint32_t max_parallelism() const { return max_parallelism_; }
 
+  // Debug builds: `check` (which must outlive the map, or be reset) is asked before every change
+  // to a key group: inserts, erases, marks, adoption, clearing, and the non-const find and
+  // visits, which hand out values that may be changed. Release builds never ask.
+  void set_write_check(const KeyGroupWriteCheck* check) { write_check_ = check; }
+
   // The value of `key` (whose hash_key_bytes is `hash`), value-initialised when new.
   V& get_or_insert(std::string_view key, std::uint64_t hash, bool* inserted = nullptr) {
     auto [value, was_inserted] = try_emplace(key, hash);
@@ -240,6 +259,7 @@ public:
   // The value of `key`, constructed from `args` when the key is new ({value, inserted}).
   template <typename... Args>
   std::pair<V*, bool> try_emplace(std::string_view key, std::uint64_t hash, Args&&... args) {
+    check_write_hash(hash);
     auto [slot, inserted] = emplace_slot(key, hash, std::forward<Args>(args)...);
     return {&slot->value, inserted};
   }
@@ -247,6 +267,7 @@ public:
   // try_emplace() without arguments that also marks the entry; `newly_marked` tells whether it
   // was unmarked before (a new entry always was).
   std::pair<V*, bool> try_emplace_marked(std::string_view key, std::uint64_t hash, bool& newly_marked) {
+    check_write_hash(hash);
     Group& g = group_for(hash);
     auto [slot, inserted] = emplace_slot(g, key, hash);
     newly_marked = slot->key.stamp() != g.epoch;
@@ -256,6 +277,7 @@ public:
 
   // Clears the mark of `key`: nullopt when the key is absent, else whether it was marked.
   std::optional<bool> unmark(std::string_view key, std::uint64_t hash) {
+    check_write_hash(hash);
     Group& g = group_for(hash);
     std::uint32_t i = find_index(g, detail::KeyProbe(key), hash);
     if (i == npos) return std::nullopt;
@@ -266,6 +288,7 @@ public:
   // Clears the mark of every entry of `key_group`: the next epoch, which no entry is stamped
   // with (the stamps are 0 or of earlier epochs); after epoch 7 a scan stamps them all 0.
   void unmark_group(std::uint32_t key_group) {
+    check_write(key_group);
     Group& g = group_at(key_group);
     if (g.epoch < max_epoch) {
       ++g.epoch;
@@ -282,18 +305,22 @@ public:
   }
 
   V* find(std::string_view key, std::uint64_t hash) {
+    check_write_hash(hash);
     Group& g = group_for(hash);
     std::uint32_t i = find_index(g, detail::KeyProbe(key), hash);
     return i == npos ? nullptr : &g.slots[i].value;
   }
   const V* find(std::string_view key, std::uint64_t hash) const {
-    return const_cast<KeyedMap*>(this)->find(key, hash);
+    const Group& g = groups_[group_index(hash)];
+    std::uint32_t i = find_index(g, detail::KeyProbe(key), hash);
+    return i == npos ? nullptr : &g.slots[i].value;
   }
   bool contains(std::string_view key, std::uint64_t hash) const {
     return find(key, hash) != nullptr;
   }
 
   bool erase(std::string_view key, std::uint64_t hash) {
+    check_write_hash(hash);
     Group& g = group_for(hash);
     std::uint32_t i = find_index(g, detail::KeyProbe(key), hash);
     if (i == npos) return false;
@@ -348,6 +375,7 @@ public:
 
   // Visits the (key bytes, value) of one key group: what a snapshot writes for the group.
   template <typename F> void for_each_in_group(std::uint32_t key_group, F&& f) {
+    check_write(key_group);
     Group& g = group_at(key_group);
     const detail::LongKeyStore* store = g.long_keys.get();
     for (std::uint32_t i = 0; i < g.capacity(); ++i) {
@@ -355,14 +383,20 @@ public:
       if (!s.key.empty()) f(detail::key_view(s.key, store), s.value);
     }
   }
+  // Reads only: deferred snapshots call it on another thread (see the top of the file).
   template <typename F> void for_each_in_group(std::uint32_t key_group, F&& f) const {
-    const_cast<KeyedMap*>(this)->for_each_in_group(
-        key_group, [&f](std::string_view key, V& value) { f(key, std::as_const(value)); });
+    const Group& g = group_at(key_group);
+    const detail::LongKeyStore* store = g.long_keys.get();
+    for (std::uint32_t i = 0; i < g.capacity(); ++i) {
+      const Slot& s = g.slots[i];
+      if (!s.key.empty()) f(detail::key_view(s.key, store), std::as_const(s.value));
+    }
   }
 
   // Erases the entries of one key group for which pred(key bytes, value&) is true, visiting
   // each entry once; returns how many were erased. `pred` must not insert or erase.
   template <typename P> std::size_t erase_if_in_group(std::uint32_t key_group, P&& pred) {
+    check_write(key_group);
     Group& g = group_at(key_group);
     if (g.size == 0) return 0;
     // Start after an empty slot (there is one: tables are at most 80% full). Backward shifts
@@ -394,6 +428,7 @@ public:
   // Makes room in `key_group`'s table for `entries` in all, so that inserting them does not
   // grow it step by step (a restore knows how many a group holds).
   void reserve_group(std::uint32_t key_group, std::size_t entries) {
+    check_write(key_group);
     Group& g = group_at(key_group);
     if (entries > g.grow_at) rehash(g, capacity_for(entries));
   }
@@ -404,6 +439,8 @@ public:
   void adopt_group(std::uint32_t key_group, KeyedMap& from) {
     STREAMCTL_STATE_ASSERT(from.max_parallelism_ == max_parallelism_,
                            "adopting a key group of another max_parallelism");
+    check_write(key_group);
+    from.check_write(key_group);
     Group& to = group_at(key_group);
     STREAMCTL_STATE_ASSERT(to.size == 0, "adopting into a key group that holds entries");
     Group& g = from.group_at(key_group);
@@ -421,13 +458,16 @@ public:
 
   // Erases every entry of one key group and frees its table.
   void clear_group(std::uint32_t key_group) {
+    check_write(key_group);
     Group& g = group_at(key_group);
     size_ -= g.size;
     release(g);
   }
   void clear() {
-    for (std::uint32_t k = 0; k < range_.size(); ++k)
+    for (std::uint32_t k = 0; k < range_.size(); ++k) {
+      check_write(range_.first + k);
       release(groups_[k]);
+    }
     size_ = 0;
   }
 
@@ -462,6 +502,17 @@ private:
   static constexpr std::uint32_t min_capacity = 8;
   static constexpr std::uint8_t max_epoch = detail::StoredKey::tag_stamp >> detail::StoredKey::stamp_shift;
   static constexpr std::align_val_t slot_align{alignof(Slot) > 64 ? alignof(Slot) : 64};
+
+  void check_write([[maybe_unused]] std::uint32_t key_group) const {
+#ifndef NDEBUG
+    if (write_check_ != nullptr) write_check_->check_write(key_group);
+#endif
+  }
+  void check_write_hash([[maybe_unused]] std::uint64_t hash) const {
+#ifndef NDEBUG
+    if (write_check_ != nullptr) write_check_->check_write(group_of_(hash));
+#endif
+  }
 
   std::uint32_t group_index(std::uint64_t hash) const {
     std::uint32_t kg = group_of_(hash);
@@ -660,6 +711,7 @@ private:
   std::uint32_t max_parallelism_;
   KeyGroupOf group_of_{max_parallelism_};
   std::size_t size_ = 0;
+  const KeyGroupWriteCheck* write_check_ = nullptr; // asked in debug builds only
 };
 
 } // namespace streamctl::state

@@ -11,8 +11,10 @@ AsyncSnapshotWriter::~AsyncSnapshotWriter() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
+    for (Queued& q : queue_) abandon_frozen(q.job);
     queue_.clear();
   }
+  stop_writing_.store(true, std::memory_order_relaxed);
   cancel_upload_.store(true, std::memory_order_relaxed);
   wake_.notify_one();
   thread_.join();
@@ -39,6 +41,7 @@ void AsyncSnapshotWriter::enqueue(Queued next) {
       completed_.push_back(std::move(given_up));
       has_completed_.store(true, std::memory_order_release);
       if (old.child) forks_in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+      abandon_frozen(old.job);
       dropped.push_back(std::move(old));
       queue_.pop_front();
     }
@@ -65,7 +68,7 @@ void AsyncSnapshotWriter::run() {
       queue_.pop_front();
     }
     SnapshotJob& job = next->job;
-    SnapshotWritten written = next->child ? next->child->wait() : write(job);
+    SnapshotWritten written = next->child ? next->child->wait() : write(job, &stop_writing_);
     if (uploader_) upload(job, written);
     std::lock_guard lock(mutex_);
     if (next->child) forks_in_flight_.fetch_sub(1, std::memory_order_acq_rel);
@@ -86,7 +89,20 @@ void AsyncSnapshotWriter::upload(const SnapshotJob& job, SnapshotWritten& writte
   std::filesystem::remove(job.path, ec);
 }
 
-SnapshotWritten AsyncSnapshotWriter::write(SnapshotJob& job) {
+void AsyncSnapshotWriter::abandon_frozen(SnapshotJob& job) {
+  const state::FrozenKeyGroups* last = nullptr; // a set's segments follow one another
+  for (auto& segment : job.segments)
+    if (segment.frozen && segment.frozen.get() != last) {
+      segment.frozen->abandon();
+      last = segment.frozen.get();
+    }
+}
+
+SnapshotWritten AsyncSnapshotWriter::write(SnapshotJob& job, const std::atomic<bool>* stop) {
+  struct AbandonRest { // on every return: the task must not serialise what will not be written
+    SnapshotJob& job;
+    ~AbandonRest() { abandon_frozen(job); }
+  } abandon_rest{job};
   auto start = std::chrono::steady_clock::now();
   SnapshotWritten out;
   out.checkpoint_id = job.checkpoint_id;
@@ -99,6 +115,20 @@ SnapshotWritten AsyncSnapshotWriter::write(SnapshotJob& job) {
     return out;
   }
   for (auto& segment : job.segments) {
+    if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
+      out.error = "the task ended before its snapshot was written";
+      return out;
+    }
+    if (segment.frozen) {
+      std::optional<std::string> bytes = segment.frozen->take(segment.frozen_index);
+      if (!bytes) {
+        out.error = "the task ended before its snapshot was written";
+        return out;
+      }
+      segment.frozen.reset();
+      if (bytes->empty() && !segment.keep_empty) continue;
+      segment.bytes = std::move(*bytes);
+    }
     if (auto ok = writer->add_segment(segment.node, segment.kind, segment.key_group, segment.bytes); !ok) {
       out.error = ok.error();
       return out;

@@ -11,6 +11,14 @@
 // uploading, and waiting for a forked snapshot's process) happens on the writer's own thread.
 // Jobs are written in the order submitted.
 //
+// Deferred snapshots ([checkpoint] snapshot = "deferred"): a segment may carry frozen key groups
+// instead of bytes (SnapshotSegment::frozen); the writer serialises each in turn, on its own
+// thread, unless the task did first (state/frozen_key_groups.hpp), so the file is written
+// segment by segment in the same order and with the same bytes as when the task serialised
+// them all. A job that is dropped, fails, or is still in hand when the writer is destroyed
+// abandons the groups it has not serialised: the task never serialises groups for a file that
+// will not be written, and no thread reads the operators' state once the writer is gone.
+//
 // Memory: a job still queued when a later checkpoint's job comes is dropped (reported as
 // failed), so a task holds at most two snapshots at a time, the one being written and the
 // newest. That loses nothing: the coordinator takes one checkpoint at a time and gives up the
@@ -75,7 +83,11 @@ public:
     return queue_.size();
   }
   // Writes job's file (compressed, checksummed, fsynced, renamed into place); any thread.
-  static SnapshotWritten write(SnapshotJob& job);
+  // `stop`: when it becomes true, the write gives up between two segments (the file is not
+  // written). Frozen groups the job still holds are abandoned whatever happens.
+  static SnapshotWritten write(SnapshotJob& job, const std::atomic<bool>* stop = nullptr);
+  // Abandons the frozen groups of `job`'s segments (FrozenKeyGroups::abandon).
+  static void abandon_frozen(SnapshotJob& job);
   // What has been written (or has failed) since the last call; cheap when nothing has.
   std::vector<SnapshotWritten> take_completed();
 
@@ -97,6 +109,7 @@ private:
   std::atomic<bool> has_completed_{false};
   bool stopping_ = false;
   std::atomic<bool> cancel_upload_{false};
+  std::atomic<bool> stop_writing_{false}; // the destructor: the job in hand stops between segments
   SnapshotUploader* uploader_;
   std::thread thread_;
 };

@@ -130,7 +130,8 @@ void CheckpointCoordinator::on_ack(std::size_t task, const transport::ControlMes
                                               static_cast<std::uint64_t>(m.get_int("alignment_ms", 0)),
                                               f.bytes,
                                               static_cast<std::uint64_t>(m.get_int("pause_ms", 0)),
-                                              static_cast<std::uint64_t>(m.get_int("raw_bytes", 0))};
+                                              static_cast<std::uint64_t>(m.get_int("raw_bytes", 0)),
+                                              static_cast<std::uint64_t>(m.get_int("stall_ms", 0))};
   pending_->files[task] = std::move(f);
   if (++pending_->acked == workers_.size()) complete();
 }

@@ -34,6 +34,11 @@ struct CheckpointFigures {
   // while the child runs).
   std::uint64_t pause_ms = 0;
   std::uint64_t raw_bytes = 0;
+  // With snapshot = "deferred": the longest the task was then held, after the barrier,
+  // serialising key groups still frozen for this checkpoint or waiting for the writer to finish
+  // one (one batch, watermark or timer tick, or the next checkpoint's completing them); 0
+  // otherwise.
+  std::uint64_t stall_ms = 0;
 };
 
 struct SubtaskMetrics {

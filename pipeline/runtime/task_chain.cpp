@@ -63,6 +63,7 @@ TaskChain::TaskChain(const pipeline::PipelineSpec& spec, const pipeline::Physica
 }
 
 void TaskChain::push(const state::Batch& in, const Emit& emit, int input) {
+  StallWatch watch(*this);
   if (source_) metrics_[0].records_out += in.size();
   if (!assigner_) {
     if (source_) offer_to_tap(0, in);
@@ -103,6 +104,7 @@ template <typename F> void TaskChain::fire_operator(std::size_t k, const Emit& e
 }
 
 void TaskChain::push_watermark(std::int64_t watermark, const Emit& emit) {
+  StallWatch watch(*this);
   for (std::size_t k = 0; k < operators_.size(); ++k)
     fire_operator(k, emit, [&](operators::Operator& op, state::Batch& out) {
       op.on_watermark(watermark, out);
@@ -111,6 +113,7 @@ void TaskChain::push_watermark(std::int64_t watermark, const Emit& emit) {
 }
 
 void TaskChain::push_processing_time(std::int64_t now_ms, const Emit& emit) {
+  StallWatch watch(*this);
   for (std::size_t k = 0; k < operators_.size(); ++k)
     fire_operator(k, emit, [&](operators::Operator& op, state::Batch& out) {
       op.on_processing_time(now_ms, out);
@@ -159,6 +162,7 @@ void TaskChain::finish_sink() {
 }
 
 void TaskChain::finish_operators(const Emit& emit) {
+  complete_deferred(); // what ends the chain serialises what is still frozen first
   push_watermark(operators::kWatermarkMax, emit);
   for (std::size_t k = 0; k < operators_.size(); ++k)
     fire_operator(k, emit, [](operators::Operator& op, state::Batch& out) { op.finish(out); });
@@ -208,40 +212,143 @@ TaskChain::EdgeSegments TaskChain::snapshot_edges(std::uint64_t checkpoint_id, b
   return edges;
 }
 
+namespace {
+
+// The segments of operator `op` (named `node`) for snapshot(), in the file's order. With
+// `defer`, the groups it writes whole are frozen (Operator::freeze_key_groups) when the operator
+// can, their segments left for the writer; `frozen` receives what it returned.
+void operator_segments(operators::Operator& op, const std::string& node, std::size_t k, state::KeyGroupRange range,
+                       const IncrementalSnapshots::Plan* plan, bool defer,
+                       std::vector<std::shared_ptr<state::FrozenKeyGroups>>* frozen,
+                       std::vector<SnapshotSegment>& segments) {
+  const bool incremental = plan && plan->incremental();
+  const std::map<std::uint32_t, std::vector<std::string>>* deltas =
+      incremental && k < plan->deltas.size() ? &plan->deltas[k] : nullptr;
+  std::vector<std::uint32_t> whole;       // deferred: the groups written whole ...
+  std::vector<std::size_t> whole_segment; // ... and their segments' places
+  auto write_group = [&](std::uint32_t group) {
+    if (deltas)
+      if (auto d = deltas->find(group); d != deltas->end()) {
+        SnapshotSegment s{node, state::SegmentKind::KeyedDelta, group, {}};
+        if (op.snapshot_key_group_delta(group, d->second, s.bytes)) {
+          segments.push_back(std::move(s));
+          return;
+        }
+      }
+    SnapshotSegment s{node, state::SegmentKind::Keyed, group, {}};
+    if (defer) {
+      whole.push_back(group);
+      whole_segment.push_back(segments.size());
+      s.keep_empty = incremental;
+      segments.push_back(std::move(s));
+      return;
+    }
+    op.snapshot_key_group(group, s.bytes);
+    if (incremental || !s.bytes.empty()) segments.push_back(std::move(s));
+  };
+  if (incremental && k < plan->groups.size() && plan->groups[k]) {
+    for (std::uint32_t group : *plan->groups[k])
+      if (range.contains(group)) write_group(group);
+  } else {
+    for (std::uint32_t group = range.first; group < range.end; ++group) write_group(group);
+  }
+  if (defer && !whole.empty()) {
+    if (auto f = op.freeze_key_groups(whole)) {
+      for (std::size_t i = 0; i < whole.size(); ++i) {
+        segments[whole_segment[i]].frozen = f;
+        segments[whole_segment[i]].frozen_index = i;
+      }
+      frozen->push_back(std::move(f));
+    } else { // the operator defers nothing: written now, as without `defer`
+      for (std::size_t i = 0; i < whole.size(); ++i) op.snapshot_key_group(whole[i], segments[whole_segment[i]].bytes);
+      if (!incremental)
+        std::erase_if(segments, [](const SnapshotSegment& s) {
+          return s.kind == state::SegmentKind::Keyed && s.bytes.empty() && !s.frozen;
+        });
+    }
+  }
+  SnapshotSegment s{node, state::SegmentKind::Subtask, state::no_key_group, {}};
+  op.snapshot_subtask_state(s.bytes);
+  if (!s.bytes.empty()) segments.push_back(std::move(s));
+}
+
+} // namespace
+
 std::vector<SnapshotSegment> TaskChain::snapshot_operators(const IncrementalSnapshots::Plan* plan) const {
   std::vector<SnapshotSegment> segments;
   const std::size_t offset = source_ ? 1 : 0;
-  auto name_of = [&](std::size_t chain_position) { return spec_.nodes[node_indices_[chain_position]].name; };
   for (std::size_t k = 0; k < operators_.size(); ++k) {
-    const operators::Operator& op = *operators_[k];
-    if (!op.has_state()) continue;
-    const bool incremental = plan && plan->incremental();
-    const std::map<std::uint32_t, std::vector<std::string>>* deltas =
-        incremental && k < plan->deltas.size() ? &plan->deltas[k] : nullptr;
-    auto write_group = [&](std::uint32_t group) {
-      if (deltas)
-        if (auto d = deltas->find(group); d != deltas->end()) {
-          SnapshotSegment s{name_of(offset + k), state::SegmentKind::KeyedDelta, group, {}};
-          if (op.snapshot_key_group_delta(group, d->second, s.bytes)) {
-            segments.push_back(std::move(s));
-            return;
-          }
-        }
-      SnapshotSegment s{name_of(offset + k), state::SegmentKind::Keyed, group, {}};
-      op.snapshot_key_group(group, s.bytes);
-      if (incremental || !s.bytes.empty()) segments.push_back(std::move(s));
-    };
-    if (incremental && k < plan->groups.size() && plan->groups[k]) {
-      for (std::uint32_t group : *plan->groups[k])
-        if (key_groups_.contains(group)) write_group(group);
-    } else {
-      for (std::uint32_t group = key_groups_.first; group < key_groups_.end; ++group) write_group(group);
-    }
-    SnapshotSegment s{name_of(offset + k), state::SegmentKind::Subtask, state::no_key_group, {}};
-    op.snapshot_subtask_state(s.bytes);
-    if (!s.bytes.empty()) segments.push_back(std::move(s));
+    if (!operators_[k]->has_state()) continue;
+    operator_segments(*operators_[k], spec_.nodes[node_indices_[offset + k]].name, k, key_groups_, plan,
+                      /*defer=*/false, nullptr, segments);
   }
   return segments;
+}
+
+std::vector<SnapshotSegment> TaskChain::snapshot_operators_deferred(std::uint64_t checkpoint_id,
+                                                                    const IncrementalSnapshots::Plan* plan) {
+  complete_deferred();
+  if (!deferral_.frozen.empty()) {
+    past_stalls_[deferral_.checkpoint_id] = deferral_.stalls;
+    while (past_stalls_.size() > 8) past_stalls_.erase(past_stalls_.begin());
+  }
+  deferral_ = Deferral{};
+  deferral_.checkpoint_id = checkpoint_id;
+  std::vector<SnapshotSegment> segments;
+  const std::size_t offset = source_ ? 1 : 0;
+  for (std::size_t k = 0; k < operators_.size(); ++k) {
+    if (!operators_[k]->has_state()) continue;
+    // An empty group in a full snapshot has no segment: a segment per operator and group
+    // at most, so the erase in operator_segments only ever meets this operator's.
+    std::vector<SnapshotSegment> own;
+    operator_segments(*operators_[k], spec_.nodes[node_indices_[offset + k]].name, k, key_groups_, plan,
+                      /*defer=*/true, &deferral_.frozen, own);
+    for (auto& segment : own) segments.push_back(std::move(segment));
+  }
+  for (const auto& f : deferral_.frozen) deferral_.stalls.groups += f->size();
+  deferral_.unsettled = !deferral_.frozen.empty();
+  return segments;
+}
+
+std::chrono::nanoseconds TaskChain::deferral_stalled() const {
+  std::chrono::nanoseconds total{0};
+  for (const auto& f : deferral_.frozen) total += f->stalls().total;
+  return total;
+}
+
+TaskChain::StallWatch::StallWatch(TaskChain& chain) : chain_(chain) {
+  if (!chain_.deferral_.unsettled) return;
+  active_ = true;
+  before_ = chain_.deferral_stalled();
+}
+
+TaskChain::StallWatch::~StallWatch() {
+  if (!active_) return;
+  Deferral& d = chain_.deferral_;
+  const std::chrono::nanoseconds now = chain_.deferral_stalled();
+  d.stalls.longest = std::max(d.stalls.longest, now - before_);
+  d.stalls.total = now;
+  d.stalls.groups_by_task = 0;
+  for (const auto& f : d.frozen) d.stalls.groups_by_task += f->stalls().groups_by_task;
+  d.unsettled = std::any_of(d.frozen.begin(), d.frozen.end(), [](const auto& f) { return !f->settled(); });
+}
+
+std::size_t TaskChain::complete_deferred() {
+  if (!deferral_.unsettled) return 0;
+  const std::size_t before = deferral_.stalls.groups_by_task;
+  {
+    StallWatch watch(*this);
+    for (const auto& f : deferral_.frozen) f->thaw_all();
+  }
+  const std::size_t late = deferral_.stalls.groups_by_task - before;
+  deferral_.stalls.late_groups += late;
+  return late;
+}
+
+std::optional<TaskChain::DeferredStalls> TaskChain::deferred_stalls(std::uint64_t checkpoint_id) const {
+  if (!deferral_.frozen.empty() && deferral_.checkpoint_id == checkpoint_id) return deferral_.stalls;
+  if (auto it = past_stalls_.find(checkpoint_id); it != past_stalls_.end()) return it->second;
+  return std::nullopt;
 }
 
 std::vector<SnapshotSegment> TaskChain::assemble(EdgeSegments edges, std::vector<SnapshotSegment> operators) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +22,7 @@
 #include "pipeline/runtime/incremental_snapshots.hpp"
 #include "pipeline/runtime/record_tap.hpp"
 #include "pipeline/spec/plan.hpp"
+#include "state/frozen_key_groups.hpp"
 #include "state/key_group.hpp"
 #include "state/snapshot_format.hpp"
 
@@ -35,6 +37,12 @@ struct SnapshotSegment {
   state::SegmentKind kind = state::SegmentKind::Keyed;
   std::uint32_t key_group = state::no_key_group;
   std::string bytes;
+  // Deferred snapshots: when set, `bytes` is empty and the segment's bytes are those of
+  // frozen->take(frozen_index), serialised later (state/frozen_key_groups.hpp); a full snapshot
+  // writes no segment for a group that turns out empty (`keep_empty` false), as snapshot() does.
+  std::shared_ptr<state::FrozenKeyGroups> frozen;
+  std::size_t frozen_index = 0;
+  bool keep_empty = true;
 };
 
 struct NodeMetrics {
@@ -114,6 +122,34 @@ public:
   EdgeSegments snapshot_edges(std::uint64_t checkpoint_id, bool savepoint);
   std::vector<SnapshotSegment> snapshot_operators(const IncrementalSnapshots::Plan* plan) const;
   static std::vector<SnapshotSegment> assemble(EdgeSegments edges, std::vector<SnapshotSegment> operators);
+
+  // Deferred snapshots ([checkpoint] snapshot = "deferred"): snapshot_operators, but the key
+  // groups written whole by an operator that can defer them (Operator::freeze_key_groups) are
+  // frozen at their state now, and their segments carry what serialises them later
+  // (SnapshotSegment::frozen): on the snapshot writer's thread, or on the task's when the task
+  // is about to change one first (state/frozen_key_groups.hpp). Deltas, the groups of other
+  // operators and subtask state are serialised now. Completes an earlier deferred snapshot
+  // first (complete_deferred). The file's bytes are those snapshot() would give now.
+  std::vector<SnapshotSegment> snapshot_operators_deferred(std::uint64_t checkpoint_id,
+                                                           const IncrementalSnapshots::Plan* plan);
+  // Serialises, on the task thread, every group of the last deferred snapshot that is still
+  // frozen (waiting for one the writer is at): before what ends or hands over the chain, and
+  // before the next snapshot. Its time counts as a stall of that snapshot. Returns how many
+  // groups the task serialised.
+  std::size_t complete_deferred();
+  // What the deferred groups of checkpoint `id` have cost the task since its barrier, once its
+  // file is written (nullopt: none deferred, or too long ago): the longest time one batch,
+  // watermark, timer tick or call of complete_deferred was held serialising frozen groups or
+  // waiting for the writer, the time in all, and the groups the task serialised itself (of
+  // which `late_groups` by the next snapshot or the end of input).
+  struct DeferredStalls {
+    std::chrono::nanoseconds longest{0};
+    std::chrono::nanoseconds total{0};
+    std::size_t groups = 0;         // deferred
+    std::size_t groups_by_task = 0; // of those, serialised by the task
+    std::size_t late_groups = 0;    // ... by complete_deferred
+  };
+  std::optional<DeferredStalls> deferred_stalls(std::uint64_t checkpoint_id) const;
   // The chain's operators (not the source or sink), in chain order: what a Plan's groups index.
   std::vector<operators::Operator*> operators() const;
   // The operator of node `name` in this chain; nullptr when it has none (or it is the source
@@ -147,6 +183,28 @@ public:
   const FieldPresence& field_presence() const { return presence_; }
 
 private:
+  // The last deferred snapshot's frozen groups and what they cost the task so far.
+  struct Deferral {
+    std::uint64_t checkpoint_id = 0;
+    std::vector<std::shared_ptr<state::FrozenKeyGroups>> frozen;
+    bool unsettled = false; // some group may still be frozen
+    DeferredStalls stalls;
+  };
+  // Measures what one task operation (a batch, a watermark, a tick) stalled on frozen groups.
+  class StallWatch {
+  public:
+    explicit StallWatch(TaskChain& chain);
+    ~StallWatch();
+    StallWatch(const StallWatch&) = delete;
+    StallWatch& operator=(const StallWatch&) = delete;
+
+  private:
+    TaskChain& chain_;
+    bool active_ = false;
+    std::chrono::nanoseconds before_{0};
+  };
+  std::chrono::nanoseconds deferral_stalled() const;
+
   void run_from(std::size_t first_operator, const state::Batch& in, const Emit& emit, int input = 0);
   // Sends the late records the tail collected, if any.
   void emit_late(const Emit& emit);
@@ -181,6 +239,8 @@ private:
   state::KeyGroupRange key_groups_;
   const Emit* firing_emit_ = nullptr; // set during fire_operator only
   FieldPresence presence_;
+  Deferral deferral_;
+  std::map<std::uint64_t, DeferredStalls> past_stalls_; // of the last few deferrals
 };
 
 } // namespace streamctl::runtime

@@ -517,12 +517,21 @@ private:
     job.header.parallelism = static_cast<std::uint32_t>(job_->plan.chains[static_cast<std::size_t>(task_.chain)].parallelism);
     job.header.key_groups = chain_->key_groups();
     job.header.chain_nodes = chain_->node_names();
+    // Deferred snapshots: groups the last checkpoint froze and neither the writer nor a change
+    // has serialised yet are the task's to serialise now, before this checkpoint's bookkeeping
+    // (plan) changes their change marks.
+    const std::size_t late_groups = chain_->complete_deferred();
     auto plan = incremental_snapshots().plan(barrier.checkpoint_id, barrier.directory, savepoint, chain_->operators());
     if (!snapshot_writer_) snapshot_writer_ = std::make_unique<AsyncSnapshotWriter>(uploader_.get());
     TaskChain::EdgeSegments edges = chain_->snapshot_edges(barrier.checkpoint_id, savepoint);
     const bool forked = fork_snapshot(job, edges, plan);
+    std::size_t deferred_groups = 0;
     if (!forked) {
-      job.segments = TaskChain::assemble(std::move(edges), chain_->snapshot_operators(&plan));
+      std::vector<SnapshotSegment> operator_segments =
+          deferred_snapshots_of(job_->spec) ? chain_->snapshot_operators_deferred(barrier.checkpoint_id, &plan)
+                                            : chain_->snapshot_operators(&plan);
+      if (auto stalls = chain_->deferred_stalls(barrier.checkpoint_id)) deferred_groups = stalls->groups;
+      job.segments = TaskChain::assemble(std::move(edges), std::move(operator_segments));
       snapshot_writer_->submit(std::move(job));
     }
     previous_files_[barrier.checkpoint_id] = std::move(plan.previous);
@@ -533,8 +542,12 @@ private:
     else snapshot_state_.reset();
     timing.pause_ms = static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
-    log_.debug("checkpoint {}: state taken in {} ms{}", barrier.checkpoint_id, timing.pause_ms,
-               forked ? " (forked)" : "");
+    log_.debug("checkpoint {}: state taken in {} ms{}{}{}", barrier.checkpoint_id, timing.pause_ms,
+               forked ? " (forked)" : "",
+               deferred_groups > 0 ? " (" + std::to_string(deferred_groups) + " key group(s) deferred)" : "",
+               late_groups > 0 ? ", " + std::to_string(late_groups) +
+                                     " group(s) of the checkpoint before still frozen were serialised first"
+                               : "");
   }
 
   IncrementalSnapshots& incremental_snapshots() {
@@ -653,6 +666,19 @@ private:
         continue;
       }
       if (incremental_) incremental_->written(done.checkpoint_id, done.bytes);
+      // Deferred snapshots: what the frozen groups cost the task after the barrier, final now
+      // that the writer has taken them all.
+      std::uint64_t stall_ms = 0;
+      if (auto stalls = chain_->deferred_stalls(done.checkpoint_id)) {
+        const auto ms = [](std::chrono::nanoseconds d) {
+          return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+        };
+        stall_ms = ms(stalls->longest);
+        log_.debug("checkpoint {}: deferred groups written; longest stall {} ms after the barrier ({} ms in all, "
+                   "{} of {} group(s) serialised by the task, {} by the next checkpoint or the end)",
+                   done.checkpoint_id, stall_ms, ms(stalls->total), stalls->groups_by_task, stalls->groups,
+                   stalls->late_groups);
+      }
       // The spool files the snapshot's source position needs, and the earlier files it builds
       // on, for the checkpoint's _metadata.
       send(transport::ControlMessage{"ACK", {}}
@@ -666,6 +692,7 @@ private:
                .set("metrics", timing ? timing.mapped().metrics : std::string())
                .set("alignment_ms", timing ? std::to_string(timing.mapped().alignment_ms) : "0")
                .set("pause_ms", timing ? std::to_string(timing.mapped().pause_ms) : "0")
+               .set("stall_ms", std::to_string(stall_ms))
                .set("duration_ms", timing ? std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
                                                                Clock::now() - timing.mapped().started)
                                                                .count())

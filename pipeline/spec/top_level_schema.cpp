@@ -31,7 +31,7 @@ const std::vector<KeySchema>& checkpoint_keys() {
       key("incremental", KeyType::Bool),
       key("full_every", KeyType::Int),
       key("rolling", KeyType::Bool),
-      key("snapshot", KeyType::Enum, {"copy", "fork"}),
+      key("snapshot", KeyType::Enum, {"copy", "fork", "deferred"}),
   };
   return keys;
 }

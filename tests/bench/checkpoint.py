@@ -60,6 +60,10 @@ rate; compare the CPU figures. Of the runs with checkpoints, from their -vv logs
     checkpoint's duration_ms (barrier to durable file, asynchronous write included) and
     alignment_ms only. Alignment is not measured here: the job is one fused chain (source to
     sink in one task), which has no input channels to align.
+  - with --snapshot deferred, the longest stall after the barrier: the worker's "checkpoint
+    N: deferred groups written; longest stall X ms", the longest one batch, watermark, timer
+    tick or the next checkpoint was held serialising key groups still frozen for checkpoint N,
+    or waiting for the writer to finish one (also last_checkpoint.stall_ms in status --json).
   The job's final checkpoint (input ended, windows fired, no window state) is left out.
 
 Checkpoints are full snapshots unless --incremental sets [checkpoint] incremental = true;
@@ -89,8 +93,9 @@ def main():
     ap.add_argument("--rolling", action="store_true",
                     help="[checkpoint] rolling = true: with --incremental, a share of the key groups whole at "
                          "each checkpoint instead of a full checkpoint every full_every")
-    ap.add_argument("--snapshot", choices=["copy", "fork"], default="copy",
-                    help='[checkpoint] snapshot: "fork" has a child process serialise and write the state')
+    ap.add_argument("--snapshot", choices=["copy", "fork", "deferred"], default="copy",
+                    help='[checkpoint] snapshot: "fork" has a child process serialise and write the state, '
+                         '"deferred" the writer thread the key groups written whole')
     args = ap.parse_args()
     global INCREMENTAL, SNAPSHOT, ROLLING
     INCREMENTAL = args.incremental
@@ -191,7 +196,7 @@ def checkpoints(logs):
     """The periodic checkpoints of -vv logs: [(bytes, ms)] complete, the number failed, and the
     tasks' synchronous pauses [(ms, task)] ("state taken in"). The job's final checkpoint, taken
     once the input has ended and the windows have fired, holds no window state: left out."""
-    done, failed, pauses = [], 0, []
+    done, failed, pauses, stalls = [], 0, [], []
     for log in logs:
         final = set(re.findall(r"final checkpoint complete: \S*chk-(\d+)", log))
         done += [(int(b), int(ms)) for n, b, ms in re.findall(r"checkpoint (\d+) complete: (\d+) bytes in (\d+) ms", log)
@@ -199,9 +204,12 @@ def checkpoints(logs):
         failed += len(re.findall(r"checkpoint \d+ failed", log))
         pauses += [(int(ms), task) for task, n, ms in
                    re.findall(r"Z (.+?): debug: checkpoint (\d+): state taken in (\d+) ms", log) if n not in final]
-    return done, failed, pauses
+        stalls += [(int(ms), task) for task, n, ms in
+                   re.findall(r"Z (.+?): debug: checkpoint (\d+): deferred groups written; longest stall (\d+) ms", log)
+                   if n not in final]
+    return done, failed, pauses, stalls
 
-def describe_checkpoints(done, failed, pauses):
+def describe_checkpoints(done, failed, pauses, stalls):
     if not done:
         return "no checkpoint completed" + (f", {failed} failed" if failed else "")
     sizes = [b for b, _ in done]
@@ -211,6 +219,8 @@ def describe_checkpoints(done, failed, pauses):
             + (f"longest task pause (state taken, synchronous) {max(pauses)[0]} ms in {max(pauses)[1]}, "
                f"median {median([ms for ms, _ in pauses]):.0f} ms"
                if pauses else 'no task pause figure in the log (no "state taken" line)')
+            + (f"; longest stall on deferred groups after the barrier {max(stalls)[0]} ms in {max(stalls)[1]}, "
+               f"median {median([ms for ms, _ in stalls]):.0f} ms" if stalls else "")
             + (f"; {failed} failed" if failed else ""))
 
 def bench(streamctl, work, env, keys, args, changing):

@@ -1,0 +1,148 @@
+#pragma once
+// Deferred snapshots ([checkpoint] snapshot = "deferred"): key groups frozen at a barrier and
+// serialised later, off the task thread, with serialise-on-first-write.
+//
+// At a barrier the task freezes the key groups that the checkpoint writes whole (a
+// FrozenKeyGroups, one per operator and checkpoint) instead of serialising them. The snapshot
+// writer's thread then serialises them one by one, in the order of the file's segments, reading
+// the operator's tables of one group at a time. The task goes on meanwhile, and before it
+// changes anything of a group (or reads it to change it: a record for its key, a timer that
+// fires, a ttl sweep, a rescale that moves it, the next checkpoint's bookkeeping), it calls
+// thaw(group): a group still pending is serialised there and then by the task, as it was at the
+// barrier; one the writer is serialising is waited for. So the bytes of every group are those of
+// the barrier, and a group is only ever read by two threads at once, never written while the
+// other reads it.
+//
+// Per group one atomic state:
+//
+//   pending --claim (CAS, either thread)--> claimed --serialised--> done
+//   pending --abandon (either thread)-----> abandoned  (the checkpoint will not be written)
+//
+// The thread that wins the claim serialises the group into its slot and then publishes `done`
+// (release); the writer takes the slot's bytes after it reads `done` (acquire), and the task
+// writes the group's state only after it reads `done` or `abandoned` (acquire), which orders
+// the writer's reads of the group before the task's writes. `unsettled_` counts the groups
+// neither done nor abandoned, so that thaw() costs one atomic load once all are.
+//
+// Threading: thaw(), thaw_all() and stalls() on the task thread only; take() on the writer's
+// thread only (one taker); abandon(), settled() and the accessors on any thread. The
+// `serialise` function runs on whichever thread claims a group: it must read only the state of
+// that group and configuration that nothing changes (never a structure that other groups share
+// with it, such as a TimerService: copy that at the barrier).
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "state/key_group.hpp"
+#include "state/keyed_map.hpp"
+
+namespace streamctl::state {
+
+class FrozenKeyGroups {
+public:
+  // Appends the state of `key_group` as it was at the barrier to `out` (what the operator's
+  // snapshot_key_group would have appended then).
+  using Serialise = std::function<void(std::uint32_t key_group, std::string& out)>;
+
+  // `groups`: distinct groups of `range`, in the order of the snapshot's segments.
+  FrozenKeyGroups(KeyGroupRange range, std::vector<std::uint32_t> groups, Serialise serialise);
+  FrozenKeyGroups(const FrozenKeyGroups&) = delete;
+  FrozenKeyGroups& operator=(const FrozenKeyGroups&) = delete;
+
+  std::size_t size() const { return groups_.size(); }
+  std::uint32_t group(std::size_t index) const { return groups_[index]; }
+
+  // --- The task's thread ---
+  // Before the task changes `key_group` (or reads it to change it): returns at once unless the
+  // group is frozen and not yet serialised; then serialises it now, or waits while the writer
+  // does.
+  void thaw(std::uint32_t key_group) {
+    if (unsettled_.load(std::memory_order_acquire) == 0) return;
+    thaw_slow(key_group);
+  }
+  // thaw() of every group, before what sweeps many (the next checkpoint, the end of input).
+  void thaw_all();
+  // What thaw() and thaw_all() cost the task so far: the time spent serialising or waiting,
+  // and the groups the task serialised itself.
+  struct Stalls {
+    std::chrono::nanoseconds total{0};
+    std::chrono::nanoseconds longest{0}; // of one thaw or thaw_all call
+    std::size_t groups_by_task = 0;
+  };
+  const Stalls& stalls() const { return stalls_; }
+
+  // --- The writer's thread ---
+  // The bytes of the group at `index` as frozen: serialised here unless the task has done so
+  // (then waits for it if it is at it). nullopt: abandoned.
+  std::optional<std::string> take(std::size_t index);
+
+  // --- Any thread ---
+  // The checkpoint will not be written (the writer dropped it, the task ends): groups still
+  // pending are never serialised; returns once no thread is serialising one (a group claimed
+  // is finished first), after which `serialise` is never called again.
+  void abandon();
+  // Whether every group is done or abandoned: no thread will read the operator's state for
+  // this object again.
+  bool settled() const { return unsettled_.load(std::memory_order_acquire) == 0; }
+  // Whether `key_group` is frozen and not yet serialised (pending or being serialised): a change
+  // to it now would be a bug (debug assertions).
+  bool unsettled(std::uint32_t key_group) const;
+
+private:
+  enum State : std::uint8_t { pending = 0, claimed = 1, done = 2, abandoned = 3 };
+
+  void thaw_slow(std::uint32_t key_group);
+  // Serialises `index` if it is pending (claiming it) or waits until it is done or abandoned.
+  // Returns true when this call serialised it.
+  bool settle(std::size_t index);
+  void finish(std::size_t index, State to);
+
+  KeyGroupRange range_;
+  std::vector<std::uint32_t> groups_;
+  std::vector<std::int32_t> index_of_; // per group of range_: its index in groups_, or -1
+  Serialise serialise_;
+  std::unique_ptr<std::atomic<std::uint8_t>[]> states_; // per index: State
+  std::vector<std::string> bytes_;                      // per index: written by the claimer
+  std::atomic<std::size_t> unsettled_;
+  Stalls stalls_; // the task's thread only
+};
+
+// What an operator holds: its latest FrozenKeyGroups (shared with the snapshot writer), behind
+// thaw()s that cost a null test when there is none. Task thread only, but for the write check
+// (KeyedMap::set_write_check), which runs on the thread that writes.
+class KeyGroupFreezer final : public KeyGroupWriteCheck {
+public:
+  KeyGroupFreezer() = default;
+  KeyGroupFreezer(const KeyGroupFreezer&) = delete;
+  KeyGroupFreezer& operator=(const KeyGroupFreezer&) = delete;
+  // Abandons what is still frozen, so that no other thread reads the operator's state after
+  // it is gone (declare it after the state it guards, destroy the state after calling abandon()).
+  ~KeyGroupFreezer() { abandon(); }
+
+  // Freezes `groups` for a deferred snapshot: the groups of an earlier freeze are thawed first.
+  std::shared_ptr<FrozenKeyGroups> freeze(KeyGroupRange range, std::vector<std::uint32_t> groups,
+                                          FrozenKeyGroups::Serialise serialise);
+  void thaw(std::uint32_t key_group) {
+    if (frozen_) frozen_->thaw(key_group);
+  }
+  void thaw_all() {
+    if (frozen_) frozen_->thaw_all();
+  }
+  void abandon() {
+    if (frozen_) frozen_->abandon();
+  }
+  // Aborts when `key_group` is frozen and not yet serialised: give it to the operator's maps
+  // (KeyedMap::set_write_check), which ask in debug builds.
+  void check_write(std::uint32_t key_group) const override;
+
+private:
+  std::shared_ptr<FrozenKeyGroups> frozen_;
+};
+
+} // namespace streamctl::state

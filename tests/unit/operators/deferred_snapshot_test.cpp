@@ -1,0 +1,294 @@
+// Deferred snapshots (Operator::freeze_key_groups, state/frozen_key_groups.hpp): key groups of
+// windows and reduce frozen at a barrier and serialised later on another thread, while the task
+// goes on changing them. Each case compares against the synchronous snapshot taken at the same
+// barrier: the deferred bytes must be those bytes, whatever the task did after the barrier
+// (records for frozen groups, a watermark that fires and purges windows, a ttl sweep), and a
+// restore from them must give the output a restore from the synchronous bytes gives. Batch
+// sizes and seeds are random and printed on a failure.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "unit/operators/harness.hpp"
+#include "pipeline/runtime/async_snapshot_writer.hpp"
+#include "state/frozen_key_groups.hpp"
+#include "unit/temp_dir.hpp"
+
+using streamctl::testing::Harness;
+namespace ops = streamctl::operators;
+namespace st = streamctl::state;
+namespace rt = streamctl::runtime;
+
+namespace {
+
+using Lines = std::vector<std::string>;
+
+// Drives operator `op` of a harness as a worker would, with access to the operator.
+class Run {
+public:
+  explicit Run(Harness& h) : h_(h), ctx_(h.context("op", 0, 1)) {
+    op_ = h.registry().make_operator(h.job().spec, h.node("op"), h.names());
+    ctx_.late_output = &late_;
+    ctx_.now_ms = [this] { return now; };
+    op_->open(ctx_);
+  }
+  void records(const Lines& lines, std::size_t batch_size) {
+    for (std::size_t at = 0; at < lines.size(); at += batch_size) {
+      st::Batch in = h_.parse(lines, at, std::min(lines.size(), at + batch_size), "ts");
+      st::Batch result;
+      op_->process(in, result);
+      collect(result);
+    }
+  }
+  void watermark(std::int64_t w) {
+    st::Batch result;
+    op_->on_watermark(w, result);
+    collect(result);
+  }
+  void finish() {
+    watermark(INT64_MAX);
+    st::Batch result;
+    op_->finish(result);
+    collect(result);
+  }
+  ops::Operator& op() { return *op_; }
+  std::map<std::uint32_t, std::string> snapshot() const {
+    std::map<std::uint32_t, std::string> groups;
+    for (std::uint32_t g = 0; g < kMaxParallelism; ++g) op_->snapshot_key_group(g, groups[g]);
+    return groups;
+  }
+  std::string subtask_state() const {
+    std::string s;
+    op_->snapshot_subtask_state(s);
+    return s;
+  }
+  void restore(const std::map<std::uint32_t, std::string>& groups, const std::string& subtask) {
+    for (const auto& [g, bytes] : groups)
+      if (!bytes.empty()) REQUIRE(op_->restore_key_group(g, bytes));
+    REQUIRE(op_->restore_subtask_state({subtask}));
+  }
+  Lines sorted_out() const {
+    Lines v = out;
+    std::sort(v.begin(), v.end());
+    return v;
+  }
+
+  static constexpr std::uint32_t kMaxParallelism = 128; // the pipeline's default
+  Lines out;
+  std::int64_t now = 1'000'000;
+
+private:
+  void collect(const st::Batch& result) {
+    h_.append(result, out);
+    late_.clear();
+  }
+  Harness& h_;
+  ops::OperatorContext ctx_;
+  std::unique_ptr<ops::Operator> op_;
+  st::Batch late_;
+};
+
+std::string window_toml() {
+  return streamctl::testing::single_operator_pipeline(
+      "type = \"window\"\nkey = [\"k\"]\nwindow = { kind = \"sliding\", size = \"2s\", slide = \"1s\" }\n"
+      "allowed_lateness = \"500ms\"\nlate_output = \"late\"\n"
+      "aggregates = { n = \"count()\", s = \"sum(v)\", d = \"count_distinct(v)\", l = \"last(v)\" }\n");
+}
+
+std::string reduce_toml() {
+  return streamctl::testing::single_operator_pipeline(
+      "type = \"reduce\"\nkey = [\"k\"]\nttl = \"1s\"\n"
+      "aggregates = { n = \"count()\", s = \"sum(v)\", t = \"top_k(v, 2)\" }\n");
+}
+
+// `n` records from time `t0`, keys among `keys`.
+Lines records(std::mt19937_64& rng, std::size_t n, std::int64_t t0, int keys) {
+  Lines lines;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t ts = t0 + static_cast<std::int64_t>(rng() % 3000);
+    lines.push_back(R"({"ts": )" + std::to_string(ts) + R"(, "k": "key-)" + std::to_string(rng() % keys) +
+                    R"(", "v": )" + std::to_string(rng() % 50) + "}");
+  }
+  return lines;
+}
+
+std::vector<std::uint32_t> all_groups() {
+  std::vector<std::uint32_t> g(Run::kMaxParallelism);
+  for (std::uint32_t k = 0; k < g.size(); ++k) g[k] = k;
+  return g;
+}
+
+// One barrier in the middle of a random run: the synchronous snapshot at the barrier, then a
+// freeze, then the task goes on (records, a watermark that fires and purges, a ttl sweep)
+// while another thread takes the frozen groups. Returns the taken bytes by group.
+struct Outcome {
+  std::map<std::uint32_t, std::string> at_barrier; // synchronous, at the barrier
+  std::map<std::uint32_t, std::string> deferred;   // taken by the other thread
+  std::string subtask;
+  st::FrozenKeyGroups::Stalls stalls;
+};
+
+Outcome run_barrier(Harness& h, Run& run, std::mt19937_64& rng, bool watermark_first) {
+  Outcome o;
+  o.at_barrier = run.snapshot();
+  o.subtask = run.subtask_state();
+  auto frozen = run.op().freeze_key_groups(all_groups());
+  REQUIRE(frozen);
+  std::mt19937_64 task_rng(rng()), writer_rng(rng());
+  std::thread writer([&] {
+    for (std::size_t i = 0; i < frozen->size(); ++i) {
+      auto bytes = frozen->take(i);
+      if (bytes) o.deferred[frozen->group(i)] = std::move(*bytes);
+      if (writer_rng() % 4 == 0) std::this_thread::yield();
+    }
+  });
+  // The task goes on right away: a window firing on a watermark just after the barrier, and
+  // records for every group, in random batches.
+  if (watermark_first) run.watermark(5'000);
+  run.now += 2'000; // the reduce's ttl sweep runs at the next batch
+  run.records(records(task_rng, 3'000, 4'000, 400), 1 + task_rng() % 700);
+  run.watermark(8'000);
+  writer.join();
+  o.stalls = frozen->stalls();
+  REQUIRE(frozen->settled());
+  (void)h;
+  return o;
+}
+
+void check_deferred(const std::string& toml, std::uint64_t seed, bool watermark_first) {
+  INFO("seed " << seed << (watermark_first ? ", a watermark first" : ""));
+  std::mt19937_64 rng(seed);
+  Harness h(toml);
+  Run run(h);
+  const Lines before = records(rng, 4'000, 0, 300);
+  run.records(before, 1 + rng() % 900);
+  run.watermark(1'000);
+  Outcome o = run_barrier(h, run, rng, watermark_first);
+  REQUIRE(o.deferred.size() == Run::kMaxParallelism);
+  for (std::uint32_t g = 0; g < Run::kMaxParallelism; ++g) {
+    INFO("key group " << g);
+    CHECK(o.deferred[g] == o.at_barrier[g]);
+  }
+  // A restore from the deferred bytes holds nothing of what came after the barrier: it ends
+  // as a restore from the synchronous ones.
+  Harness h1(toml), h2(toml);
+  Run from_deferred(h1), from_sync(h2);
+  from_deferred.restore(o.deferred, o.subtask);
+  from_sync.restore(o.at_barrier, o.subtask);
+  const Lines after = records(rng, 500, 2'000, 300); // a reduce emits as records come
+  from_deferred.records(after, 100);
+  from_sync.records(after, 100);
+  from_deferred.finish();
+  from_sync.finish();
+  CHECK(from_deferred.sorted_out() == from_sync.sorted_out());
+  CHECK(!from_sync.out.empty());
+}
+
+} // namespace
+
+TEST_CASE("a window's deferred key groups are the bytes of the barrier, whatever the task does after it",
+          "[deferred][window]") {
+  const std::uint64_t base = std::random_device{}();
+  for (std::uint64_t k = 0; k < 4; ++k) check_deferred(window_toml(), base + k, k % 2 == 0);
+}
+
+TEST_CASE("a reduce's deferred key groups are the bytes of the barrier, whatever the task does after it",
+          "[deferred][reduce]") {
+  const std::uint64_t base = std::random_device{}();
+  for (std::uint64_t k = 0; k < 4; ++k) check_deferred(reduce_toml(), base + k, false);
+}
+
+TEST_CASE("a frozen group the task changes first is serialised by the task, as at the barrier",
+          "[deferred][window]") {
+  Harness h(window_toml());
+  Run run(h);
+  std::mt19937_64 rng(7);
+  run.records(records(rng, 2'000, 0, 50), 300);
+  const auto at_barrier = run.snapshot();
+  auto frozen = run.op().freeze_key_groups(all_groups());
+  REQUIRE(frozen);
+  // No writer yet: the task's changes serialise each group they touch, before touching it.
+  run.records(records(rng, 2'000, 1'000, 50), 300);
+  run.watermark(10'000); // fires and purges every window
+  CHECK(frozen->stalls().groups_by_task > 0);
+  for (std::size_t i = 0; i < frozen->size(); ++i) {
+    auto bytes = frozen->take(i);
+    REQUIRE(bytes);
+    CHECK(*bytes == at_barrier.at(frozen->group(i)));
+  }
+  // The next freeze takes the state as it is now.
+  const auto now = run.snapshot();
+  auto next = run.op().freeze_key_groups(all_groups());
+  for (std::size_t i = 0; i < next->size(); ++i) CHECK(*next->take(i) == now.at(next->group(i)));
+}
+
+TEST_CASE("abandoned frozen groups are never serialised, and the task changes them freely",
+          "[deferred][reduce]") {
+  Harness h(reduce_toml());
+  Run run(h);
+  std::mt19937_64 rng(11);
+  run.records(records(rng, 1'000, 0, 100), 100);
+  auto frozen = run.op().freeze_key_groups(all_groups());
+  REQUIRE(frozen);
+  CHECK(!frozen->settled());
+  frozen->abandon();
+  CHECK(frozen->settled());
+  run.records(records(rng, 1'000, 0, 100), 100);
+  CHECK(frozen->stalls().groups_by_task == 0);
+  CHECK(!frozen->take(0));
+}
+
+TEST_CASE("a snapshot file written from deferred groups is byte for byte the synchronous one",
+          "[deferred][writer]") {
+  streamctl::testing::TempDir dir;
+  Harness h(window_toml());
+  Run run(h);
+  std::mt19937_64 rng(std::random_device{}());
+  run.records(records(rng, 3'000, 0, 200), 1 + rng() % 500);
+  auto job_of = [&](const std::string& name) {
+    rt::SnapshotJob job;
+    job.checkpoint_id = 3;
+    job.path = dir.path / name;
+    job.header.job_name = "t";
+    job.header.checkpoint_id = 3;
+    job.header.created_at_ms = 1796000000000;
+    job.header.max_parallelism = Run::kMaxParallelism;
+    job.header.key_groups = st::key_group_range(0, 1, Run::kMaxParallelism);
+    job.header.chain_nodes = {"in", "op", "out"};
+    return job;
+  };
+  // Synchronous: empty groups of a full snapshot have no segment.
+  rt::SnapshotJob sync = job_of("sync.snap");
+  for (const auto& [g, bytes] : run.snapshot())
+    if (!bytes.empty()) sync.segments.push_back({"op", st::SegmentKind::Keyed, g, bytes});
+  sync.segments.push_back({"op", st::SegmentKind::Subtask, st::no_key_group, run.subtask_state()});
+  // Deferred: every group frozen, empty ones dropped by the writer.
+  rt::SnapshotJob deferred = job_of("deferred.snap");
+  auto frozen = run.op().freeze_key_groups(all_groups());
+  REQUIRE(frozen);
+  for (std::size_t i = 0; i < frozen->size(); ++i) {
+    rt::SnapshotSegment s{"op", st::SegmentKind::Keyed, frozen->group(i), {}};
+    s.frozen = frozen;
+    s.frozen_index = i;
+    s.keep_empty = false;
+    deferred.segments.push_back(std::move(s));
+  }
+  deferred.segments.push_back({"op", st::SegmentKind::Subtask, st::no_key_group, run.subtask_state()});
+  // The task changes some groups while the writer writes.
+  std::thread task([&] { run.records(records(rng, 3'000, 500, 200), 1 + rng() % 500); });
+  auto written = rt::AsyncSnapshotWriter::write(deferred);
+  task.join();
+  REQUIRE(written.error.empty());
+  REQUIRE(rt::AsyncSnapshotWriter::write(sync).error.empty());
+  auto bytes_of = [](const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  CHECK(bytes_of(dir.path / "deferred.snap") == bytes_of(dir.path / "sync.snap"));
+}
