@@ -8,7 +8,7 @@
 #      -> file, at parallelism 1 and 2; "sparse": 100,000 records per second of event time
 #      (about one record per key and window: every record opens a window), "dense": 1,000,000
 #      (about ten records per key and window)
-#   2. JSON lines file -> count per user -> file, against `jq -r .user | sort | uniq -c` and a
+#   2. JSON lines file -> count per user -> file, against `jq -r .user | LC_ALL=C sort | uniq -c` and a
 #      gawk associative-array count, for each size of --json-records (default 1M and 10M)
 #   3. Nexmark q5 and q8 (examples/) at parallelism 2
 #
@@ -127,7 +127,7 @@ TOML
 for l in sys.stdin: r = json.loads(l); print(r["user"], r["n"])' | sort >"$work/streamctl.counts"
 
   start=$(now)
-  /usr/bin/time -o "$work/cpu" -f "%U %S" bash -c 'jq -r .user <"$1" | sort | uniq -c >"$2"' _ \
+  /usr/bin/time -o "$work/cpu" -f "%U %S" bash -c 'jq -r .user <"$1" | LC_ALL=C sort | uniq -c >"$2"' _ \
     "$work/clicks.jsonl" "$work/jq.raw"
   end=$(now)
   t_jq=$(python3 -c "print($end - $start)")
@@ -147,7 +147,7 @@ for l in sys.stdin: r = json.loads(l); print(r["user"], r["n"])' | sort >"$work/
   cmp -s "$work/streamctl.counts" "$work/gawk.counts" || { echo "streamctl and gawk disagree" >&2; exit 1; }
   ratio() { python3 -c "print(f'{$1/$2:.1f}')"; }
   echo "streamctl: $(rate $n $t_streamctl) records/s, $(rate $n $c_streamctl) per CPU second"
-  echo "jq | sort | uniq -c: $(rate $n $t_jq) records/s ($(ratio $t_jq $t_streamctl)x the time), $(rate $n $c_jq) per CPU second ($(ratio $c_jq $c_streamctl)x the CPU)"
+  echo "jq | LC_ALL=C sort | uniq -c: $(rate $n $t_jq) records/s ($(ratio $t_jq $t_streamctl)x the time), $(rate $n $c_jq) per CPU second ($(ratio $c_jq $c_streamctl)x the CPU)"
   echo "gawk: $(rate $n $t_gawk) records/s ($(ratio $t_gawk $t_streamctl)x the time), $(rate $n $c_gawk) per CPU second ($(ratio $c_gawk $c_streamctl)x the CPU)"
   rm -f "$work/clicks.jsonl"
   echo
