@@ -234,7 +234,7 @@ bool JsonReader::object(std::vector<Field>& out, int depth) {
       const ExpectedKey& e = expected_keys_[position];
       std::size_t n = e.raw.size();
       if (static_cast<std::size_t>(end_ - p_) > n + 1 && p_[n + 1] == '"' &&
-          std::memcmp(p_ + 1, e.raw.data(), n) == 0) {
+          equal_short(p_ + 1, e.raw.data(), n)) {
         name = e.id;
         p_ += n + 2;
         known = true;
