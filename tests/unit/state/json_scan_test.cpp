@@ -235,3 +235,64 @@ TEST_CASE("write_int writes what std::to_chars writes", "[json]") {
     check(v >> (rng() % 64)); // every magnitude
   }
 }
+
+TEST_CASE("integers of every length read as the digit loop reads them, 8 digits at a time or not",
+          "[json]") {
+  // Guards the 8-digit step of number(): runs of 1 to 25 digits, followed by nothing, a
+  // non-digit that is a digit's neighbour in ASCII ('/' and ':'), or more text, and ints at the
+  // edges of int64 (20 digits and more are floats).
+  FieldNames names;
+  std::mt19937_64 rng(5);
+  for (std::size_t n = 1; n <= 25; ++n) {
+    for (int round = 0; round < 50; ++round) {
+      std::string digits(n, '0');
+      for (auto& c : digits) c = static_cast<char>('0' + rng() % 10);
+      if (n > 1 && digits[0] == '0') digits[0] = '1' + static_cast<char>(rng() % 9);
+      for (const char* after : {"", "]", ",0]", " "}) {
+        bool in_array = after[0] == ']' || after[0] == ',';
+        std::string text = (in_array ? "[" : "") + digits + after;
+        Batch batch;
+        auto r = parse_json_value(text, names, batch);
+        INFO(text);
+        REQUIRE(r.ok());
+        const Value& v = in_array ? r->array[0] : *r;
+        std::int64_t expected = 0;
+        auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + n, expected);
+        if (ec == std::errc()) {
+          REQUIRE(v.kind == Kind::Int);
+          CHECK(v.i == expected);
+          Batch neg_batch;
+          auto neg = parse_json_value("-" + digits, names, neg_batch);
+          REQUIRE(neg.ok());
+          REQUIRE(neg->kind == Kind::Int);
+          CHECK(neg->i == -expected);
+        } else {
+          CHECK(v.kind == Kind::Float);
+        }
+      }
+      for (const char* bad : {"/", ":"}) {
+        Batch batch;
+        std::string text = digits + bad + "1234567";
+        INFO(text);
+        auto r = parse_json_value(text, names, batch);
+        REQUIRE_FALSE(r.ok());
+        CHECK(r.error() == "trailing characters at column " + std::to_string(n + 1));
+      }
+    }
+  }
+  for (const char* edge : {"9223372036854775807", "-9223372036854775808", "12345678",
+                           "123456781234567812"}) {
+    Batch batch;
+    auto r = parse_json_value(edge, names, batch);
+    REQUIRE(r.ok());
+    REQUIRE(r->kind == Kind::Int);
+    CHECK(std::to_string(r->i) == edge);
+  }
+  for (const char* big : {"9223372036854775808", "-9223372036854775809", "18446744073709551616",
+                          "99999999999999999999"}) {
+    Batch batch;
+    auto r = parse_json_value(big, names, batch);
+    REQUIRE(r.ok());
+    CHECK(r->kind == Kind::Float);
+  }
+}
