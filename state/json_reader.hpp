@@ -27,6 +27,7 @@
 #include "state/batch.hpp"
 #include "state/error.hpp"
 #include "state/field_names.hpp"
+#include "state/json_scan.hpp"
 #include "state/value.hpp"
 
 namespace streamctl::state {
@@ -44,7 +45,7 @@ public:
   // The id of `key` when it is kept, else nullopt.
   std::optional<FieldId> find(std::string_view key) const {
     for (const auto& e : entries_)
-      if (e.name.size() == key.size() && std::memcmp(e.name.data(), key.data(), key.size()) == 0)
+      if (e.name.size() == key.size() && equal_short(e.name.data(), key.data(), key.size()))
         return e.id;
     return std::nullopt;
   }

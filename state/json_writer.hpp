@@ -10,6 +10,7 @@
 // integral value keeps a ".0" (2.0 prints "2.0", so it reads back as a float); NaN and
 // infinities print as null. Functions append to `out` and allocate nothing else.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,9 @@ private:
   std::vector<std::string> keys_; // by FieldId: `"name":`, empty until first written
   std::vector<char> scratch_;     // one flat record's text, before it is appended
 };
+
+// std::to_chars's text of an int (at most 20 bytes) at p; returns its end. Exposed for tests.
+char* write_int(std::int64_t v, char* p);
 
 // Canonical text: object keys sorted (by bytes), numbers normalised so that values that
 // values_equal() calls equal print alike where a double can tell: an int prints as itself, a
