@@ -12,6 +12,7 @@
 #include "cli/context.hpp"
 #include "pipeline/runtime/checkpoint_restore.hpp"
 #include "state/error.hpp"
+#include "state/hex.hpp"
 #include "state/json_writer.hpp"
 #include "state/snapshot_format.hpp"
 
@@ -28,12 +29,6 @@ void report(Context& ctx, const std::string& message) {
   else
     std::cerr << "streamctl: " << message << "\n";
   ctx.exit_code = exit_code_for(ErrorKind::Snapshot);
-}
-
-std::string hex64(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
-  return buf;
 }
 
 std::string utc_time(std::int64_t ms) {
@@ -73,7 +68,7 @@ void print_text(const state::SnapshotReader& r) {
   out << "file:            " << r.path().string() << "\n"
       << "format version:  " << r.format_version() << "\n"
       << "job:             " << h.job_name << "\n"
-      << "pipeline hash:   " << hex64(h.pipeline_hash) << "\n"
+      << "pipeline hash:   " << state::hex64(h.pipeline_hash) << "\n"
       << "checkpoint:      " << h.checkpoint_id << "\n"
       << "created:         " << utc_time(h.created_at_ms) << " (" << h.created_at_ms << " ms)\n"
       << "chain:           " << h.chain_id << ": " << chain_text(h.chain_nodes) << "\n"
@@ -112,7 +107,7 @@ void print_text(const state::SnapshotReader& r) {
     row(s.node, std::string(state::segment_kind_name(s.kind)),
         state::is_keyed(s.kind) ? std::to_string(s.key_group) : "-",
         std::to_string(s.raw_length), std::to_string(s.compressed_length), ratio(s),
-        hex64(s.checksum));
+        state::hex64(s.checksum));
   std::cout << out.str();
 }
 
@@ -123,7 +118,7 @@ void print_json(const state::SnapshotReader& r) {
   out += ",\"format_version\":" + std::to_string(r.format_version());
   out += ",\"job\":";
   state::append_json_string(h.job_name, out);
-  out += ",\"pipeline_hash\":\"" + hex64(h.pipeline_hash) + "\"";
+  out += ",\"pipeline_hash\":\"" + state::hex64(h.pipeline_hash) + "\"";
   out += ",\"checkpoint_id\":" + std::to_string(h.checkpoint_id);
   out += ",\"created_at_ms\":" + std::to_string(h.created_at_ms);
   out += ",\"max_parallelism\":" + std::to_string(h.max_parallelism);
@@ -158,7 +153,7 @@ void print_json(const state::SnapshotReader& r) {
     out += ",\"offset\":" + std::to_string(s.offset);
     out += ",\"raw_bytes\":" + std::to_string(s.raw_length);
     out += ",\"compressed_bytes\":" + std::to_string(s.compressed_length);
-    out += ",\"xxh64\":\"" + hex64(s.checksum) + "\"}";
+    out += ",\"xxh64\":\"" + state::hex64(s.checksum) + "\"}";
   }
   out += "]}\n";
   std::cout << out;

@@ -1,9 +1,8 @@
 #include "pipeline/runtime/metadata_checksum.hpp"
 
-#include <cinttypes>
-#include <cstdio>
-
 #include <xxhash.h>
+
+#include "state/hex.hpp"
 
 namespace streamctl::runtime {
 
@@ -11,12 +10,6 @@ namespace {
 
 constexpr std::string_view kPrefix = "checksum = \"";
 constexpr std::size_t kHexDigits = 16;
-
-std::string hex64(std::uint64_t v) {
-  char buf[kHexDigits + 1];
-  std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
-  return buf;
-}
 
 std::uint64_t xxh64(std::string_view bytes) { return XXH64(bytes.data(), bytes.size(), 0); }
 
@@ -36,7 +29,7 @@ bool well_formed(std::string_view line) {
 std::string append_checksum_line(std::string_view text) {
   std::string out(text);
   out += kPrefix;
-  out += hex64(xxh64(text));
+  out += state::hex64(xxh64(text));
   out += "\"\n";
   return out;
 }
@@ -52,7 +45,7 @@ Result<ChecksummedText> split_checksum_line(std::string_view text, const std::st
     return fail(file + ": malformed checksum line '" + std::string(last) +
                 "' (expected checksum = \"16 lowercase hex digits\" and a newline, last): the file is damaged");
   std::string_view body = text.substr(0, line_start);
-  std::string actual = hex64(xxh64(body));
+  std::string actual = state::hex64(xxh64(body));
   std::string_view written = last.substr(kPrefix.size(), kHexDigits);
   if (written != actual)
     return fail(file + ": checksum mismatch (the file says " + std::string(written) + ", its bytes hash to " + actual +

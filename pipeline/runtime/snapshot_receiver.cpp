@@ -1,8 +1,6 @@
 #include "pipeline/runtime/snapshot_receiver.hpp"
 
 #include <cerrno>
-#include <cinttypes>
-#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,16 +10,11 @@
 #include "pipeline/runtime/checkpoint_metadata.hpp"
 #include "pipeline/runtime/snapshot_upload_protocol.hpp"
 #include "state/durable_file.hpp"
+#include "state/hex.hpp"
 
 namespace streamctl::runtime {
 
 namespace {
-
-std::string hex64(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
-  return buf;
-}
 
 std::string system_error(const std::string& what, const std::filesystem::path& path) {
   return "cannot " + what + " '" + path.string() + "': " + std::strerror(errno);
@@ -99,7 +92,7 @@ std::optional<std::string> SnapshotReceiver::store(Upload& upload, const transpo
   auto size = static_cast<std::uint64_t>(m.get_int("size", -1));
   if (size != upload.written)
     return "the worker sent " + std::to_string(upload.written) + " bytes of a file of " + m.get("size");
-  std::string digest = hex64(XXH64_digest(upload.hash.get()));
+  std::string digest = state::hex64(XXH64_digest(upload.hash.get()));
   if (digest != m.get("xxh64"))
     return "the file's XXH64 is " + digest + " as received, " + m.get("xxh64") + " as sent";
   if (::fsync(upload.fd) != 0) return system_error("fsync", upload.part);

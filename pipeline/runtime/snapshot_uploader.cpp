@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cinttypes>
-#include <cstdio>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +14,7 @@
 #include <xxhash.h>
 
 #include "pipeline/runtime/snapshot_upload_protocol.hpp"
+#include "state/hex.hpp"
 #include "transport/control.hpp"
 #include "transport/secure_endpoint.hpp"
 
@@ -25,12 +24,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
-
-std::string hex64(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
-  return buf;
-}
 
 // The file's size and XXH64, read once before anything is sent.
 Result<std::pair<std::uint64_t, std::string>> size_and_hash(const std::filesystem::path& file) {
@@ -46,7 +39,7 @@ Result<std::pair<std::uint64_t, std::string>> size_and_hash(const std::filesyste
     XXH64_update(state, buf.data(), n);
     size += n;
   }
-  std::string digest = hex64(XXH64_digest(state));
+  std::string digest = state::hex64(XXH64_digest(state));
   XXH64_freeState(state);
   if (in.bad()) return fail("cannot read '" + file.string() + "'");
   return std::pair{size, digest};
