@@ -29,70 +29,19 @@ namespace {
 
 using Lines = std::vector<std::string>;
 
-// Drives operator `op` of a harness as a worker would, with access to the operator.
-class Run {
-public:
-  explicit Run(Harness& h) : h_(h), ctx_(h.context("op", 0, 1)) {
-    op_ = h.registry().make_operator(h.job().spec, h.node("op"), h.names());
-    ctx_.late_output = &late_;
-    ctx_.now_ms = [this] { return now; };
-    op_->open(ctx_);
-  }
-  void records(const Lines& lines, std::size_t batch_size) {
-    for (std::size_t at = 0; at < lines.size(); at += batch_size) {
-      st::Batch in = h_.parse(lines, at, std::min(lines.size(), at + batch_size), "ts");
-      st::Batch result;
-      op_->process(in, result);
-      collect(result);
-    }
-  }
-  void watermark(std::int64_t w) {
-    st::Batch result;
-    op_->on_watermark(w, result);
-    collect(result);
-  }
-  void finish() {
-    watermark(INT64_MAX);
-    st::Batch result;
-    op_->finish(result);
-    collect(result);
-  }
-  ops::Operator& op() { return *op_; }
-  std::map<std::uint32_t, std::string> snapshot() const {
-    std::map<std::uint32_t, std::string> groups;
-    for (std::uint32_t g = 0; g < kMaxParallelism; ++g) op_->snapshot_key_group(g, groups[g]);
-    return groups;
-  }
-  std::string subtask_state() const {
-    std::string s;
-    op_->snapshot_subtask_state(s);
-    return s;
-  }
-  void restore(const std::map<std::uint32_t, std::string>& groups, const std::string& subtask) {
-    for (const auto& [g, bytes] : groups)
-      if (!bytes.empty()) REQUIRE(op_->restore_key_group(g, bytes));
-    REQUIRE(op_->restore_subtask_state({subtask}));
-  }
-  Lines sorted_out() const {
-    Lines v = out;
-    std::sort(v.begin(), v.end());
-    return v;
-  }
+constexpr std::uint32_t kMaxParallelism = 128; // the pipeline's default
 
-  static constexpr std::uint32_t kMaxParallelism = 128; // the pipeline's default
-  Lines out;
-  std::int64_t now = 1'000'000;
-
-private:
-  void collect(const st::Batch& result) {
-    h_.append(result, out);
-    late_.clear();
-  }
-  Harness& h_;
-  ops::OperatorContext ctx_;
-  std::unique_ptr<ops::Operator> op_;
-  st::Batch late_;
+// Operator `op` of a harness, its processing-time clock well after zero (the reduce's ttl sweeps
+// compare with it).
+struct Run : streamctl::testing::OperatorRun {
+  explicit Run(Harness& h) : OperatorRun(h, "op") { set_clock(1'000'000); }
+  std::map<std::uint32_t, std::string> snapshot() const { return snapshot_key_groups(kMaxParallelism); }
 };
+
+Lines sorted(Lines v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
 
 std::string window_toml() {
   return streamctl::testing::single_operator_pipeline(
@@ -119,7 +68,7 @@ Lines records(std::mt19937_64& rng, std::size_t n, std::int64_t t0, int keys) {
 }
 
 std::vector<std::uint32_t> all_groups() {
-  std::vector<std::uint32_t> g(Run::kMaxParallelism);
+  std::vector<std::uint32_t> g(kMaxParallelism);
   for (std::uint32_t k = 0; k < g.size(); ++k) g[k] = k;
   return g;
 }
@@ -137,7 +86,7 @@ struct Outcome {
 Outcome run_barrier(Harness& h, Run& run, std::mt19937_64& rng, bool watermark_first) {
   Outcome o;
   o.at_barrier = run.snapshot();
-  o.subtask = run.subtask_state();
+  o.subtask = run.snapshot_subtask();
   auto frozen = run.op().freeze_key_groups(all_groups());
   REQUIRE(frozen);
   std::mt19937_64 task_rng(rng()), writer_rng(rng());
@@ -151,8 +100,8 @@ Outcome run_barrier(Harness& h, Run& run, std::mt19937_64& rng, bool watermark_f
   // The task goes on right away: a window firing on a watermark just after the barrier, and
   // records for every group, in random batches.
   if (watermark_first) run.watermark(5'000);
-  run.now += 2'000; // the reduce's ttl sweep runs at the next batch
-  run.records(records(task_rng, 3'000, 4'000, 400), 1 + task_rng() % 700);
+  run.set_clock(run.clock() + 2'000); // the reduce's ttl sweep runs at the next batch
+  run.records(records(task_rng, 3'000, 4'000, 400), 0, 1 + task_rng() % 700);
   run.watermark(8'000);
   writer.join();
   o.stalls = frozen->stalls();
@@ -167,11 +116,11 @@ void check_deferred(const std::string& toml, std::uint64_t seed, bool watermark_
   Harness h(toml);
   Run run(h);
   const Lines before = records(rng, 4'000, 0, 300);
-  run.records(before, 1 + rng() % 900);
+  run.records(before, 0, 1 + rng() % 900);
   run.watermark(1'000);
   Outcome o = run_barrier(h, run, rng, watermark_first);
-  REQUIRE(o.deferred.size() == Run::kMaxParallelism);
-  for (std::uint32_t g = 0; g < Run::kMaxParallelism; ++g) {
+  REQUIRE(o.deferred.size() == kMaxParallelism);
+  for (std::uint32_t g = 0; g < kMaxParallelism; ++g) {
     INFO("key group " << g);
     CHECK(o.deferred[g] == o.at_barrier[g]);
   }
@@ -179,14 +128,14 @@ void check_deferred(const std::string& toml, std::uint64_t seed, bool watermark_
   // as a restore from the synchronous ones.
   Harness h1(toml), h2(toml);
   Run from_deferred(h1), from_sync(h2);
-  from_deferred.restore(o.deferred, o.subtask);
-  from_sync.restore(o.at_barrier, o.subtask);
+  REQUIRE(from_deferred.restore(o.deferred, o.subtask));
+  REQUIRE(from_sync.restore(o.at_barrier, o.subtask));
   const Lines after = records(rng, 500, 2'000, 300); // a reduce emits as records come
-  from_deferred.records(after, 100);
-  from_sync.records(after, 100);
+  from_deferred.records(after, 0, 100);
+  from_sync.records(after, 0, 100);
   from_deferred.finish();
   from_sync.finish();
-  CHECK(from_deferred.sorted_out() == from_sync.sorted_out());
+  CHECK(sorted(from_deferred.out) == sorted(from_sync.out));
   CHECK(!from_sync.out.empty());
 }
 
@@ -209,12 +158,12 @@ TEST_CASE("a frozen group the task changes first is serialised by the task, as a
   Harness h(window_toml());
   Run run(h);
   std::mt19937_64 rng(7);
-  run.records(records(rng, 2'000, 0, 50), 300);
+  run.records(records(rng, 2'000, 0, 50), 0, 300);
   const auto at_barrier = run.snapshot();
   auto frozen = run.op().freeze_key_groups(all_groups());
   REQUIRE(frozen);
   // No writer yet: the task's changes serialise each group they touch, before touching it.
-  run.records(records(rng, 2'000, 1'000, 50), 300);
+  run.records(records(rng, 2'000, 1'000, 50), 0, 300);
   run.watermark(10'000); // fires and purges every window
   CHECK(frozen->stalls().groups_by_task > 0);
   for (std::size_t i = 0; i < frozen->size(); ++i) {
@@ -233,13 +182,13 @@ TEST_CASE("abandoned frozen groups are never serialised, and the task changes th
   Harness h(reduce_toml());
   Run run(h);
   std::mt19937_64 rng(11);
-  run.records(records(rng, 1'000, 0, 100), 100);
+  run.records(records(rng, 1'000, 0, 100), 0, 100);
   auto frozen = run.op().freeze_key_groups(all_groups());
   REQUIRE(frozen);
   CHECK(!frozen->settled());
   frozen->abandon();
   CHECK(frozen->settled());
-  run.records(records(rng, 1'000, 0, 100), 100);
+  run.records(records(rng, 1'000, 0, 100), 0, 100);
   CHECK(frozen->stalls().groups_by_task == 0);
   CHECK(!frozen->take(0));
 }
@@ -250,7 +199,7 @@ TEST_CASE("a snapshot file written from deferred groups is byte for byte the syn
   Harness h(window_toml());
   Run run(h);
   std::mt19937_64 rng(std::random_device{}());
-  run.records(records(rng, 3'000, 0, 200), 1 + rng() % 500);
+  run.records(records(rng, 3'000, 0, 200), 0, 1 + rng() % 500);
   auto job_of = [&](const std::string& name) {
     rt::SnapshotJob job;
     job.checkpoint_id = 3;
@@ -258,8 +207,8 @@ TEST_CASE("a snapshot file written from deferred groups is byte for byte the syn
     job.header.job_name = "t";
     job.header.checkpoint_id = 3;
     job.header.created_at_ms = 1796000000000;
-    job.header.max_parallelism = Run::kMaxParallelism;
-    job.header.key_groups = st::key_group_range(0, 1, Run::kMaxParallelism);
+    job.header.max_parallelism = kMaxParallelism;
+    job.header.key_groups = st::key_group_range(0, 1, kMaxParallelism);
     job.header.chain_nodes = {"in", "op", "out"};
     return job;
   };
@@ -267,7 +216,7 @@ TEST_CASE("a snapshot file written from deferred groups is byte for byte the syn
   rt::SnapshotJob sync = job_of("sync.snap");
   for (const auto& [g, bytes] : run.snapshot())
     if (!bytes.empty()) sync.segments.push_back({"op", st::SegmentKind::Keyed, g, bytes});
-  sync.segments.push_back({"op", st::SegmentKind::Subtask, st::no_key_group, run.subtask_state()});
+  sync.segments.push_back({"op", st::SegmentKind::Subtask, st::no_key_group, run.snapshot_subtask()});
   // Deferred: every group frozen, empty ones dropped by the writer.
   rt::SnapshotJob deferred = job_of("deferred.snap");
   auto frozen = run.op().freeze_key_groups(all_groups());
@@ -279,9 +228,9 @@ TEST_CASE("a snapshot file written from deferred groups is byte for byte the syn
     s.keep_empty = false;
     deferred.segments.push_back(std::move(s));
   }
-  deferred.segments.push_back({"op", st::SegmentKind::Subtask, st::no_key_group, run.subtask_state()});
+  deferred.segments.push_back({"op", st::SegmentKind::Subtask, st::no_key_group, run.snapshot_subtask()});
   // The task changes some groups while the writer writes.
-  std::thread task([&] { run.records(records(rng, 3'000, 500, 200), 1 + rng() % 500); });
+  std::thread task([&] { run.records(records(rng, 3'000, 500, 200), 0, 1 + rng() % 500); });
   auto written = rt::AsyncSnapshotWriter::write(deferred);
   task.join();
   REQUIRE(written.error.empty());

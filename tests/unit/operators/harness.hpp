@@ -2,6 +2,7 @@
 // Drives one node of a pipeline directly, with no sockets and no processes: records in as
 // JSON lines, records out as JSON lines, bad records collected instead of handled.
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -169,12 +170,35 @@ public:
     collect(result);
   }
   void set_clock(std::int64_t now) { now_ = now; }
+  std::int64_t clock() const { return now_; }
   // End of input: the watermark goes to +infinity, then finish(), as the task chain does.
   void finish() {
     watermark(INT64_MAX);
     state::Batch result;
     op_->finish(result);
     collect(result);
+  }
+
+  // The operator itself, for what a test asks of it beyond records (snapshots, freezes).
+  operators::Operator& op() { return *op_; }
+
+  // Every key group's snapshot bytes, empty for a group without state, as a checkpoint takes them.
+  std::map<std::uint32_t, std::string> snapshot_key_groups(std::uint32_t max_parallelism) const {
+    std::map<std::uint32_t, std::string> groups;
+    for (std::uint32_t g = 0; g < max_parallelism; ++g) op_->snapshot_key_group(g, groups[g]);
+    return groups;
+  }
+  std::string snapshot_subtask() const {
+    std::string bytes;
+    op_->snapshot_subtask_state(bytes);
+    return bytes;
+  }
+  // Restores what the two above took (empty groups are not restored, as a snapshot has no
+  // segment for them); false when the operator refuses any of it.
+  bool restore(const std::map<std::uint32_t, std::string>& groups, const std::string& subtask) {
+    for (const auto& [g, bytes] : groups)
+      if (!bytes.empty() && !op_->restore_key_group(g, bytes)) return false;
+    return static_cast<bool>(op_->restore_subtask_state({subtask}));
   }
 
   std::vector<std::string> out;

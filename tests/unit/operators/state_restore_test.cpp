@@ -21,6 +21,7 @@
 #include "state/key_group.hpp"
 
 using streamctl::testing::Harness;
+using streamctl::testing::OperatorRun;
 namespace ops = streamctl::operators;
 namespace st = streamctl::state;
 
@@ -32,54 +33,6 @@ Lines sorted(Lines v) {
   std::sort(v.begin(), v.end());
   return v;
 }
-
-// Drives operator `op` of a harness like OperatorRun, with access to the operator itself.
-class Run {
-public:
-  Run(Harness& h, int subtask, int parallelism)
-      : h_(h), ctx_(h.context("op", subtask, parallelism)) {
-    op_ = h.registry().make_operator(h.job().spec, h.node("op"), h.names());
-    ctx_.late_output = &late_batch_;
-    ctx_.now_ms = [this] { return now_; };
-    op_->open(ctx_);
-  }
-  void records(int input, const Lines& lines, std::size_t batch_size) {
-    for (std::size_t at = 0; at < lines.size(); at += batch_size) {
-      st::Batch in = h_.parse(lines, at, std::min(lines.size(), at + batch_size), "ts");
-      st::Batch result;
-      op_->process_input(input, in, result);
-      collect(result);
-    }
-  }
-  void watermark(std::int64_t w) {
-    st::Batch result;
-    op_->on_watermark(w, result);
-    collect(result);
-  }
-  void finish() {
-    watermark(INT64_MAX);
-    st::Batch result;
-    op_->finish(result);
-    collect(result);
-  }
-  ops::Operator& op() { return *op_; }
-
-  Lines out;
-  Lines late;
-
-private:
-  void collect(const st::Batch& result) {
-    h_.append(result, out);
-    h_.append(late_batch_, late);
-    late_batch_.clear();
-  }
-
-  Harness& h_;
-  ops::OperatorContext ctx_;
-  std::unique_ptr<ops::Operator> op_;
-  st::Batch late_batch_;
-  std::int64_t now_ = 0;
-};
 
 // One step of an input: records of one input, or a watermark.
 struct Step {
@@ -167,7 +120,7 @@ void restore_groups(ops::Operator& op, st::KeyGroupRange range,
 }
 
 // Feeds steps [from, to) to `runs` (parallelism runs.size()), routed as the data plane would.
-void feed(Harness& h, const Scenario& s, std::vector<std::unique_ptr<Run>>& runs, std::size_t from,
+void feed(Harness& h, const Scenario& s, std::vector<std::unique_ptr<OperatorRun>>& runs, std::size_t from,
           std::size_t to, std::size_t batch_size, std::size_t& record_no) {
   const int p = static_cast<int>(runs.size());
   const auto max_parallelism = static_cast<std::uint32_t>(h.job().spec.max_parallelism);
@@ -196,19 +149,19 @@ void feed(Harness& h, const Scenario& s, std::vector<std::unique_ptr<Run>>& runs
     }
     for (int sub = 0; sub < p; ++sub)
       if (!parts[static_cast<std::size_t>(sub)].empty())
-        runs[static_cast<std::size_t>(sub)]->records(step.input, parts[static_cast<std::size_t>(sub)],
+        runs[static_cast<std::size_t>(sub)]->records(parts[static_cast<std::size_t>(sub)], step.input,
                                                      batch_size);
   }
 }
 
-std::vector<std::unique_ptr<Run>> make_runs(Harness& h, int p) {
-  std::vector<std::unique_ptr<Run>> runs;
+std::vector<std::unique_ptr<OperatorRun>> make_runs(Harness& h, int p) {
+  std::vector<std::unique_ptr<OperatorRun>> runs;
   for (int s = 0; s < p; ++s)
-    runs.push_back(std::make_unique<Run>(h, s, p));
+    runs.push_back(std::make_unique<OperatorRun>(h, "op", s, p));
   return runs;
 }
 
-void collect(std::vector<std::unique_ptr<Run>>& runs, Outcome& o) {
+void collect(std::vector<std::unique_ptr<OperatorRun>>& runs, Outcome& o) {
   for (auto& r : runs) {
     o.out.insert(o.out.end(), r->out.begin(), r->out.end());
     o.late.insert(o.late.end(), r->late.begin(), r->late.end());
@@ -388,7 +341,7 @@ Scenario join_scenario(const std::string& body, bool broadcast, std::uint64_t se
 void fuzz_segment(const std::string& toml, std::uint32_t key_group, const std::string& seg) {
   Harness h(toml);
   for (std::size_t len = 0; len < seg.size(); ++len) {
-    Run run(h, 0, 1);
+    OperatorRun run(h, "op", 0, 1);
     auto r = run.op().restore_key_group(key_group, std::string_view(seg).substr(0, len));
     INFO("truncated to " << len << " of " << seg.size() << " bytes");
     REQUIRE_FALSE(r.ok());
@@ -401,7 +354,7 @@ void fuzz_segment(const std::string& toml, std::uint32_t key_group, const std::s
     const int flips = 1 + static_cast<int>(rng() % 3);
     for (int f = 0; f < flips; ++f)
       bad[rng() % bad.size()] ^= static_cast<char>(1 + rng() % 255);
-    Run run(h, 0, 1);
+    OperatorRun run(h, "op", 0, 1);
     auto r = run.op().restore_key_group(key_group, bad);
     if (r.ok()) {
       ++accepted;
@@ -416,7 +369,7 @@ void fuzz_segment(const std::string& toml, std::uint32_t key_group, const std::s
     for (auto& c : junk)
       c = static_cast<char>(rng());
     if (trial % 2 == 0 && !junk.empty()) junk[0] = 1; // the right version byte
-    Run run(h, 0, 1);
+    OperatorRun run(h, "op", 0, 1);
     auto r = run.op().restore_key_group(key_group, junk);
     if (r.ok()) run.finish();
   }
@@ -428,7 +381,7 @@ void fuzz_segment(const std::string& toml, std::uint32_t key_group, const std::s
 void fuzz_subtask_state(const std::string& toml, const std::string& state) {
   Harness h(toml);
   for (std::size_t len = 1; len < state.size(); ++len) {
-    Run run(h, 0, 1);
+    OperatorRun run(h, "op", 0, 1);
     std::vector<std::string_view> olds = {std::string_view(state).substr(0, len)};
     auto r = run.op().restore_subtask_state(olds);
     INFO("truncated to " << len << " of " << state.size() << " bytes");
@@ -439,7 +392,7 @@ void fuzz_subtask_state(const std::string& toml, const std::string& state) {
   for (int trial = 0; trial < 300; ++trial) {
     std::string bad = state;
     bad[rng() % bad.size()] ^= static_cast<char>(1 + rng() % 255);
-    Run run(h, 0, 1);
+    OperatorRun run(h, "op", 0, 1);
     std::vector<std::string_view> olds = {bad};
     if (run.op().restore_subtask_state(olds).ok()) run.finish();
   }
@@ -704,7 +657,7 @@ TEST_CASE("restore refuses the state of another operator kind or aggregates list
   auto refuses = [](const std::string& toml, const std::pair<std::uint32_t, std::string>& seg,
                     const std::string& why) {
     Harness h(toml);
-    Run run(h, 0, 1);
+    OperatorRun run(h, "op", 0, 1);
     auto r = run.op().restore_key_group(seg.first, seg.second);
     INFO(r.error());
     REQUIRE_FALSE(r.ok());
@@ -734,7 +687,7 @@ TEST_CASE("restore refuses the state of another operator kind or aggregates list
   // A segment offered to a subtask that does not own the group.
   {
     Harness h(reduce_count);
-    Run run(h, 0, 2); // owns [0, 64)
+    OperatorRun run(h, "op", 0, 2); // owns [0, 64)
     auto r = run.op().restore_key_group(100, reduce_seg.second);
     CHECK_FALSE(r.ok());
     CHECK_THAT(r.error(), Catch::Contains("not a key group of this subtask"));
@@ -742,7 +695,7 @@ TEST_CASE("restore refuses the state of another operator kind or aggregates list
   // A segment filed under the wrong key group.
   {
     Harness h(reduce_count);
-    Run run(h, 0, 1);
+    OperatorRun run(h, "op", 0, 1);
     auto r = run.op().restore_key_group((reduce_seg.first + 1) % 128, reduce_seg.second);
     CHECK_FALSE(r.ok());
     CHECK_THAT(r.error(), Catch::Contains("another key group"));
@@ -750,18 +703,18 @@ TEST_CASE("restore refuses the state of another operator kind or aggregates list
   // Twice the same group.
   {
     Harness h(reduce_count);
-    Run run(h, 0, 1);
+    OperatorRun run(h, "op", 0, 1);
     REQUIRE(run.op().restore_key_group(reduce_seg.first, reduce_seg.second).ok());
     CHECK_FALSE(run.op().restore_key_group(reduce_seg.first, reduce_seg.second).ok());
   }
   // Window subtask state into a join, and a broadcast join's into a hash join.
   {
     Harness hw(tumbling);
-    Run w(hw, 0, 1);
+    OperatorRun w(hw, "op", 0, 1);
     std::string window_state;
     w.op().snapshot_subtask_state(window_state);
     Harness hj(join);
-    Run j(hj, 0, 1);
+    OperatorRun j(hj, "op", 0, 1);
     std::vector<std::string_view> olds = {window_state};
     auto r = j.op().restore_subtask_state(olds);
     CHECK_FALSE(r.ok());
@@ -775,7 +728,7 @@ TEST_CASE("snapshot bytes per key of a count aggregate over 1,000,000 keys",
           "[restore_size][.]") {
   Harness h(streamctl::testing::single_operator_pipeline(
       "type = \"reduce\"\nkey = [\"k\"]\naggregates = { n = \"count()\" }\n"));
-  Run run(h, 0, 1);
+  OperatorRun run(h, "op", 0, 1);
   const st::FieldId k = h.names().intern("k");
   const int keys = 1000000;
   st::RecordBuilder builder;
@@ -809,7 +762,7 @@ TEST_CASE("snapshot bytes per key of a count aggregate over 1,000,000 keys",
   CHECK(segments == 128);
   CHECK(per_key < 30.0);
   // And it restores.
-  Run back(h, 0, 1);
+  OperatorRun back(h, "op", 0, 1);
   for (auto& [kg, seg] : all)
     REQUIRE(back.op().restore_key_group(kg, seg).ok());
   std::size_t again = 0;

@@ -31,6 +31,7 @@
 
 using namespace streamctl;
 using streamctl::testing::Harness;
+using streamctl::testing::OperatorRun;
 using streamctl::testing::TempDir;
 namespace fs = std::filesystem;
 namespace ops = streamctl::operators;
@@ -44,47 +45,6 @@ Lines sorted(Lines v) {
   std::sort(v.begin(), v.end());
   return v;
 }
-
-// One subtask of the operator "op", driven directly.
-class Run {
-public:
-  Run(Harness& h, int subtask, int parallelism) : h_(h), ctx_(h.context("op", subtask, parallelism)) {
-    op_ = h.registry().make_operator(h.job().spec, h.node("op"), h.names());
-    ctx_.late_output = &late_;
-    ctx_.now_ms = [] { return std::int64_t{0}; };
-    op_->open(ctx_);
-  }
-  void records(const Lines& lines) {
-    st::Batch in = h_.parse(lines, 0, lines.size(), "ts");
-    st::Batch result;
-    op_->process(in, result);
-    collect(result);
-  }
-  void watermark(std::int64_t w) {
-    st::Batch result;
-    op_->on_watermark(w, result);
-    collect(result);
-  }
-  void finish() {
-    watermark(INT64_MAX);
-    st::Batch result;
-    op_->finish(result);
-    collect(result);
-  }
-  ops::Operator& op() { return *op_; }
-  Lines out;
-
-private:
-  void collect(const st::Batch& result) {
-    h_.append(result, out);
-    h_.append(late_, out);
-    late_.clear();
-  }
-  Harness& h_;
-  ops::OperatorContext ctx_;
-  std::unique_ptr<ops::Operator> op_;
-  st::Batch late_;
-};
 
 struct Step {
   bool is_watermark = false;
@@ -132,13 +92,13 @@ std::vector<Step> make_steps(Harness& h, std::uint64_t seed, int steps, int keys
   return out;
 }
 
-std::vector<std::unique_ptr<Run>> make_runs(Harness& h, int p) {
-  std::vector<std::unique_ptr<Run>> runs;
-  for (int s = 0; s < p; ++s) runs.push_back(std::make_unique<Run>(h, s, p));
+std::vector<std::unique_ptr<OperatorRun>> make_runs(Harness& h, int p) {
+  std::vector<std::unique_ptr<OperatorRun>> runs;
+  for (int s = 0; s < p; ++s) runs.push_back(std::make_unique<OperatorRun>(h, "op", s, p));
   return runs;
 }
 
-void feed(Harness& h, const std::vector<Step>& steps, std::vector<std::unique_ptr<Run>>& runs, std::size_t from,
+void feed(Harness& h, const std::vector<Step>& steps, std::vector<std::unique_ptr<OperatorRun>>& runs, std::size_t from,
           std::size_t to) {
   const int p = static_cast<int>(runs.size());
   const auto max_p = static_cast<std::uint32_t>(h.job().spec.max_parallelism);
@@ -156,11 +116,14 @@ void feed(Harness& h, const std::vector<Step>& steps, std::vector<std::unique_pt
   }
 }
 
-Lines take_output(std::vector<std::unique_ptr<Run>>& runs) {
+// What the runs emitted since the last take, late records (to the side output) with the rest.
+Lines take_output(std::vector<std::unique_ptr<OperatorRun>>& runs) {
   Lines out;
   for (auto& r : runs) {
     out.insert(out.end(), r->out.begin(), r->out.end());
+    out.insert(out.end(), r->late.begin(), r->late.end());
     r->out.clear();
+    r->late.clear();
   }
   return out;
 }
@@ -173,7 +136,7 @@ struct ChainFigures {
 
 // Writes checkpoint `id` of every subtask into root/chk-ID as a task would; its _metadata
 // (completing it) only when `complete`.
-void checkpoint(Harness& h, std::vector<std::unique_ptr<Run>>& runs,
+void checkpoint(Harness& h, std::vector<std::unique_ptr<OperatorRun>>& runs,
                 std::vector<runtime::IncrementalSnapshots>& incremental, const fs::path& root, std::uint64_t id,
                 bool complete, ChainFigures& figures) {
   const int p = static_cast<int>(runs.size());
