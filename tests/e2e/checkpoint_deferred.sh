@@ -9,11 +9,7 @@
 source "$(dirname "$0")/lib/common.bash"
 source "$(dirname "$0")/lib/exactly_once.bash"
 
-# Nanoseconds mod 10^9 + 1: never a leading zero, which bash would read as octal.
-SEED=${DEFERRED_SEED:-$(($(date +%s%N) % 1000000000 + 1))}
-RANDOM=$SEED
-echo "checkpoint_deferred: seed $SEED"
-trap 'code=$?; ((code == 0)) || echo "checkpoint_deferred: seed $SEED (rerun with DEFERRED_SEED=$SEED)" >&2; cleanup' EXIT
+seed_random checkpoint_deferred DEFERRED_SEED
 
 # `growing` (a window of one hour) holds a key per 4 records, so the state grows all along and
 # every full checkpoint defers all of it; `ticks` fires every 250 ms, right after many barriers,

@@ -7,10 +7,7 @@
 source "$(dirname "$0")/lib/common.bash"
 source "$(dirname "$0")/lib/exactly_once.bash"
 
-# Nanoseconds mod 10^9 + 1: never a leading zero, which bash would read as octal.
-SEED=${DELTAS_SEED:-$(($(date +%s%N) % 1000000000 + 1))}
-RANDOM=$SEED
-trap 'code=$?; ((code == 0)) || echo "checkpoint_entry_deltas: seed $SEED (rerun with DELTAS_SEED=$SEED)" >&2; cleanup' EXIT
+seed_random checkpoint_entry_deltas DELTAS_SEED
 
 # 3000 keys in 8 key groups (about 190 a group a subtask), of which a checkpoint interval
 # touches some hundreds: most groups change, few of their entries do, so they are written as

@@ -7,9 +7,7 @@
 source "$(dirname "$0")/lib/common.bash"
 source "$(dirname "$0")/lib/exactly_once.bash"
 
-SEED=${FORK_SEED:-$(($(date +%s%N) % 1000000000 + 1))}
-RANDOM=$SEED
-trap 'code=$?; ((code == 0)) || echo "checkpoint_fork: seed $SEED (rerun with FORK_SEED=$SEED)" >&2; cleanup' EXIT
+seed_random checkpoint_fork FORK_SEED
 
 pipeline() { # NAME OUT [COUNT [RATE]]
   cat <<TOML

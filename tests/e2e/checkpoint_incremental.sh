@@ -7,10 +7,7 @@
 source "$(dirname "$0")/lib/common.bash"
 source "$(dirname "$0")/lib/exactly_once.bash"
 
-# Nanoseconds mod 10^9 + 1: never a leading zero, which bash would read as octal.
-SEED=${INCREMENTAL_SEED:-$(($(date +%s%N) % 1000000000 + 1))}
-RANDOM=$SEED
-trap 'code=$?; ((code == 0)) || echo "checkpoint_incremental: seed $SEED (rerun with INCREMENTAL_SEED=$SEED)" >&2; cleanup' EXIT
+seed_random checkpoint_incremental INCREMENTAL_SEED
 
 # slow_key changes every 300 records, so most key groups of `growing` and `running` (a reduce)
 # are untouched between two checkpoints (what an incremental checkpoint leaves out); `ticks`

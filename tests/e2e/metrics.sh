@@ -6,9 +6,7 @@
 #   - a failed job's status says which node failed and why.
 source "$(dirname "$0")/lib/common.bash"
 
-SEED=${METRICS_SEED:-$(($(date +%s%N) % 1000000000 + 1))}
-RANDOM=$SEED
-trap 'code=$?; ((code == 0)) || echo "metrics: seed $SEED (rerun with METRICS_SEED=$SEED)" >&2; cleanup' EXIT
+seed_random metrics METRICS_SEED
 
 # field JSON_FILE NODE KEY: the sum of KEY over NODE's subtasks.
 field() {

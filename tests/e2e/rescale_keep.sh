@@ -9,9 +9,7 @@ source "$(dirname "$0")/lib/common.bash"
 source "$(dirname "$0")/lib/exactly_once.bash"
 source "$(dirname "$0")/lib/kept_workers.bash"
 
-SEED=${RESCALE_KEEP_SEED:-$((RANDOM * 32768 + RANDOM))}
-RANDOM=$SEED
-trap 'code=$?; ((code == 0)) || echo "rescale_keep: seed $SEED (rerun with RESCALE_KEEP_SEED=$SEED)" >&2; cleanup' EXIT
+seed_random rescale_keep RESCALE_KEEP_SEED
 
 # worker_pids: every running worker of this test's jobs.
 worker_pids() {

@@ -7,9 +7,7 @@
 source "$(dirname "$0")/lib/common.bash"
 source "$(dirname "$0")/lib/exactly_once.bash"
 
-SEED=${RESCALE_KILL_SEED:-$((RANDOM * 32768 + RANDOM))}
-RANDOM=$SEED
-trap 'code=$?; ((code == 0)) || echo "rescale_kill: seed $SEED (rerun with RESCALE_KILL_SEED=$SEED)" >&2; cleanup' EXIT
+seed_random rescale_kill RESCALE_KILL_SEED
 
 pipeline() { # NAME OUT
   cat <<TOML

@@ -4,10 +4,7 @@
 # the watermark lags the wall clock.
 source "$(dirname "$0")/lib/common.bash"
 
-# Nanoseconds mod 10^9 + 1: never a leading zero, which bash would read as octal.
-SEED=${SHED_SEED:-$(($(date +%s%N) % 1000000000 + 1))}
-RANDOM=$SEED
-trap 'code=$?; ((code == 0)) || echo "shed: seed $SEED (rerun with SHED_SEED=$SEED)" >&2; cleanup' EXIT
+seed_random shed SHED_SEED
 
 # --- drop_probability: the exact records the model picks ---
 cat >"$WORK/half.toml" <<'TOML'

@@ -6,10 +6,7 @@
 # n = 1..count(user), so a line lost or read twice shows.
 source "$(dirname "$0")/lib/common.bash"
 
-# Nanoseconds mod 10^9 + 1: never a leading zero, which bash would read as octal.
-SEED=${SPLIT_SEED:-$(($(date +%s%N) % 1000000000 + 1))}
-RANDOM=$SEED
-trap 'code=$?; ((code == 0)) || echo "split_file_restore: seed $SEED (rerun with SPLIT_SEED=$SEED)" >&2; cleanup' EXIT
+seed_random split_file_restore SPLIT_SEED
 
 make_lines() { # FILE FIRST COUNT
   python3 - "$@" <<'PY'

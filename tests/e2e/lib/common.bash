@@ -15,6 +15,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Seeds $RANDOM for a test that draws its timings at random: from the variable named VAR when set
+# (a rerun), else from the clock. The seed is printed, and again on failure with how to rerun it.
+seed_random() { # TEST VAR
+  local test=$1 var=$2
+  # Nanoseconds mod 10^9 + 1: never a leading zero, which bash would read as octal.
+  SEED=${!var:-$(($(date +%s%N) % 1000000000 + 1))}
+  RANDOM=$SEED
+  echo "$test: seed $SEED"
+  trap "code=\$?; ((code == 0)) || echo \"$test: seed $SEED (rerun with $var=$SEED)\" >&2; cleanup" EXIT
+}
+
 fail() {
   echo "FAIL: $*" >&2
   exit 1
