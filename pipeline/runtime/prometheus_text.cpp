@@ -96,6 +96,10 @@ const Family kSubtaskFamilies[] = {
     {"last_checkpoint_pause_seconds", "gauge",
      "How long the subtask's task held its records to take its state in the last completed checkpoint.",
      [](const SubtaskMetrics& s) { return checkpoint_figure(s, seconds(s.last_checkpoint.pause_ms)); }},
+    {"last_checkpoint_stall_seconds", "gauge",
+     "With snapshot = \"deferred\": the longest the subtask's task was held after the barrier of the "
+     "last completed checkpoint, serialising key groups still frozen for it; 0 otherwise.",
+     [](const SubtaskMetrics& s) { return checkpoint_figure(s, seconds(s.last_checkpoint.stall_ms)); }},
     {"last_checkpoint_raw_bytes", "gauge",
      "Bytes of the subtask's snapshot before compression in the last completed checkpoint: what "
      "memory held for it until it was written.",
