@@ -851,6 +851,7 @@ public:
   std::size_t state_align() const override { return alignof(OwnedValue); }
   void init(std::byte* slot) const override { owned_init(*new (slot) OwnedValue); }
   void destroy(std::byte* slot) const override { owned_free(slot_as<OwnedValue>(slot)); }
+  bool plain_bytes() const override { return false; }
 
   bool check(const std::byte* slot, const Value& arg, std::string& error) const override {
     if (arg.is_null()) return true;
@@ -930,6 +931,7 @@ public:
   std::size_t state_align() const override { return alignof(OwnedValue); }
   void init(std::byte* slot) const override { owned_init(*new (slot) OwnedValue); }
   void destroy(std::byte* slot) const override { owned_free(slot_as<OwnedValue>(slot)); }
+  bool plain_bytes() const override { return false; }
 
   bool check(const std::byte*, const Value& arg, std::string& error) const override {
     if (depth_ok(arg)) return true;
@@ -987,6 +989,7 @@ public:
   std::size_t state_align() const override { return alignof(void*); }
   void init(std::byte* slot) const override { new (slot) void*(nullptr); }
   void destroy(std::byte* slot) const override { free_state(slot_as<void*>(slot)); }
+  bool plain_bytes() const override { return false; }
 
   bool check(const std::byte*, const Value& arg, std::string& error) const override {
     if (depth_ok(arg)) return true;

@@ -84,6 +84,10 @@ public:
   virtual std::size_t state_align() const { return alignof(std::max_align_t); }
   virtual void init(std::byte* slot) const = 0;
   virtual void destroy(std::byte* /*slot*/) const {} // for slots that own heap memory
+  // Whether the slot owns no heap memory, so that a memcpy of it is an independent copy (a
+  // deferred snapshot copies such blocks: state/frozen_key_groups.hpp). False wherever
+  // destroy() is overridden.
+  virtual bool plain_bytes() const { return true; }
 
   // Adds one record; false with ctx.error set on a per-record error (the record is then not
   // added). ctx.arena may be a scratch arena: what the state keeps is copied into it.

@@ -284,6 +284,10 @@ void Aggregates::destroy(std::byte* block) const {
     functions_[k]->destroy(block + offsets_[k]);
 }
 
+bool Aggregates::plain_bytes() const {
+  return std::all_of(functions_.begin(), functions_.end(), [](const auto& f) { return f->plain_bytes(); });
+}
+
 bool Aggregates::add(std::byte* block, const state::Record& r, pipeline::EvalContext& ctx) const {
   // Evaluate and check everything first: a record is added to every function or to none.
   for (std::size_t k = 0; k < functions_.size(); ++k) {

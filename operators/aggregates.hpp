@@ -72,6 +72,8 @@ public:
 
   void init(std::byte* block) const;
   void destroy(std::byte* block) const;
+  // Whether a block owns no heap memory (every function's plain_bytes()): a memcpy copies it.
+  bool plain_bytes() const;
   // Adds a record to every function or, on a per-record error (ctx.error says why, starting
   // with the call: "sum(bytes): expected a number, got string"), to none. Arguments that are
   // the same text are evaluated once. Does not allocate for count, sum, avg, min and max on

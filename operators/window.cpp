@@ -1,6 +1,7 @@
 #include "operators/window.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstring>
 #include <new>
@@ -18,6 +19,7 @@
 #include "state/key_codec.hpp"
 #include "state/key_group.hpp"
 #include "state/keyed_map.hpp"
+#include "state/recycled_memory.hpp"
 #include "state/state_codec.hpp"
 #include "state/timer_service.hpp"
 
@@ -393,12 +395,40 @@ public:
       std::string& tail = (*tails)[g - range_.first].emplace();
       state::StateWriter(tail).timers(*timers_, g);
     }
-    return freezer_.freeze(range_, groups, [this, tails](std::uint32_t g, std::string& out) {
+    auto serialise = [this, tails](std::uint32_t g, std::string& out) {
       const std::optional<std::string>& tail = (*tails)[g - range_.first];
       if (!tail) return; // empty at the barrier
       write_windows(g, out);
       out.append(*tail);
-    });
+    };
+    // Copy-on-first-write where blocks are inline and own no heap memory, so that a group's
+    // tables are plain bytes (other blocks would need a deep copy: those groups are serialised
+    // on first write instead).
+    state::FrozenKeyGroups::Copy copy;
+    if (inline_blocks_ && aggregates_.plain_bytes())
+      copy = [this, tails](std::uint32_t g) { return copy_group(g, tails); };
+    return freezer_.freeze(range_, groups, std::move(serialise), std::move(copy));
+  }
+
+  // A deferred snapshot's copy of group `g`'s tables, serialised later on the writer's thread
+  // (it reads this operator's configuration there, which nothing changes; abandon() waits for it).
+  state::FrozenKeyGroups::GroupCopy copy_group(std::uint32_t g,
+                                               const std::shared_ptr<std::vector<std::optional<std::string>>>& tails) {
+    const std::optional<std::string>& tail = (*tails)[g - range_.first];
+    if (!tail) return {[](std::string&) {}, 0}; // empty at the barrier
+    if (!copy_memory_)
+      copy_memory_ = std::make_shared<state::RecycledMemory>(state::FrozenKeyGroups::default_copy_budget);
+    auto copies = std::make_shared<CopiedGroup>(g, max_parallelism_, copy_memory_);
+    std::size_t bytes = 0;
+    for (int di : {event_domain, processing_domain}) {
+      domains_[di].windows->copy_group_into(g, copies->windows[di]);
+      bytes += copies->windows[di].memory_bytes();
+    }
+    return {[this, g, tails, copies](std::string& out) {
+              write_windows(g, {&copies->windows[event_domain], &copies->windows[processing_domain]}, out);
+              out.append(*(*tails)[g - range_.first]);
+            },
+            bytes};
   }
 
   bool take_changed_key_groups(std::vector<std::uint32_t>& out) override {
@@ -720,12 +750,16 @@ private:
   // A key-group segment but its timers (snapshot_key_group). Reads the group's own tables and
   // the configuration only: safe on the writer's thread while the group is frozen.
   void write_windows(std::uint32_t key_group, std::string& out) const {
+    write_windows(key_group, {&*domains_[event_domain].windows, &*domains_[processing_domain].windows}, out);
+  }
+  // The same, from the maps given per domain (the operator's, or a deferred snapshot's copies).
+  void write_windows(std::uint32_t key_group, std::array<const Windows*, 2> maps, std::string& out) const {
     state::StateWriter w(out);
     w.header('A');
     w.zigzag(window_.size);
     w.zigzag(window_.slide);
-    for (const Domain& d : domains_) {
-      const Windows& windows = *d.windows;
+    for (const Windows* map : maps) {
+      const Windows& windows = *map;
       w.varint(windows.group_size(key_group));
       windows.for_each_in_group(key_group, [&](std::string_view map_key, const Cell& cell) {
         std::int64_t start = 0;
@@ -751,6 +785,16 @@ private:
     std::int64_t end; // its tag
     bool operator==(const GroupTimer&) const = default;
   };
+  // One group's tables, copied for a deferred snapshot (copy_group), per domain, in memory
+  // that the next checkpoint's copies reuse.
+  struct CopiedGroup {
+    CopiedGroup(std::uint32_t g, std::uint32_t max_parallelism, std::shared_ptr<state::RecycledMemory> m)
+        : memory(std::move(m)), windows{Windows({g, g + 1}, max_parallelism, memory.get()),
+                                        Windows({g, g + 1}, max_parallelism, memory.get())} {}
+    std::shared_ptr<state::RecycledMemory> memory; // first: outlives the tables
+    std::array<Windows, 2> windows;
+  };
+
   struct Domain {
     std::optional<Windows> windows;
     // Per key group of the range, the group timer registered last (scratch: it spares most
@@ -982,6 +1026,8 @@ private:
   bool slide_cached_ = false;
   // scratch: per record to add, max_start_bytes of room for a window start, then its key bytes
   std::string keys_;
+  // Where deferred snapshots' copies of groups are made (shared with copies the writer holds).
+  std::shared_ptr<state::RecycledMemory> copy_memory_;
   // Deferred snapshots: the groups frozen at the last barrier (see freeze_key_groups). Last, so
   // that it is destroyed first (it abandons what is still frozen).
   state::KeyGroupFreezer freezer_;

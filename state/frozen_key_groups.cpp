@@ -4,10 +4,12 @@
 
 namespace streamctl::state {
 
-FrozenKeyGroups::FrozenKeyGroups(KeyGroupRange range, std::vector<std::uint32_t> groups, Serialise serialise)
+FrozenKeyGroups::FrozenKeyGroups(KeyGroupRange range, std::vector<std::uint32_t> groups, Serialise serialise,
+                                 Copy copy, std::size_t copy_budget)
     : range_(range), groups_(std::move(groups)), index_of_(range.size(), -1), serialise_(std::move(serialise)),
+      copy_(std::move(copy)), copy_budget_(copy_budget),
       states_(std::make_unique<std::atomic<std::uint8_t>[]>(groups_.size())), bytes_(groups_.size()),
-      unsettled_(groups_.size()) {
+      copies_(groups_.size()), unsettled_(groups_.size()) {
   for (std::size_t i = 0; i < groups_.size(); ++i) {
     STREAMCTL_STATE_ASSERT(range_.contains(groups_[i]), "freezing a key group outside the range");
     STREAMCTL_STATE_ASSERT(index_of_[groups_[i] - range_.first] < 0, "freezing a key group twice");
@@ -30,19 +32,35 @@ void FrozenKeyGroups::finish(std::size_t index, State to) {
   unsettled_.fetch_sub(1, std::memory_order_acq_rel);
 }
 
-bool FrozenKeyGroups::settle(std::size_t index) {
+FrozenKeyGroups::State FrozenKeyGroups::settle(std::size_t index, By by) {
   std::atomic<std::uint8_t>& state = states_[index];
   std::uint8_t expected = pending;
   if (state.compare_exchange_strong(expected, claimed, std::memory_order_acq_rel, std::memory_order_acquire)) {
+    // Only the task copies: a copy spares the task the serialising, not the writer.
+    if (by == By::task && copy_ && copies_held_.load(std::memory_order_relaxed) < copy_budget_) {
+      copies_[index] = copy_(groups_[index]);
+      copies_held_.fetch_add(copies_[index].bytes, std::memory_order_relaxed);
+      stalls_.groups_copied += 1;
+      stalls_.copied_bytes += copies_[index].bytes;
+      finish(index, copied);
+      return copied;
+    }
     serialise_(groups_[index], bytes_[index]);
+    if (by == By::task) ++stalls_.groups_by_task;
     finish(index, done);
-    return true;
+    return done;
   }
-  while (expected == claimed) {
-    state.wait(claimed, std::memory_order_acquire);
+  while (expected == claimed || (by == By::writer && expected == writing_copy)) {
+    state.wait(expected, std::memory_order_acquire);
     expected = state.load(std::memory_order_acquire);
   }
-  return false;
+  return static_cast<State>(expected);
+}
+
+void FrozenKeyGroups::record_stall(std::chrono::steady_clock::time_point start) {
+  const auto took = std::chrono::steady_clock::now() - start;
+  stalls_.total += took;
+  if (took > stalls_.longest) stalls_.longest = std::chrono::duration_cast<std::chrono::nanoseconds>(took);
 }
 
 void FrozenKeyGroups::thaw_slow(std::uint32_t key_group) {
@@ -51,49 +69,69 @@ void FrozenKeyGroups::thaw_slow(std::uint32_t key_group) {
   if (i < 0) return;
   const auto index = static_cast<std::size_t>(i);
   const auto s = states_[index].load(std::memory_order_acquire);
-  if (s == done || s == abandoned) return;
+  if (s != pending && s != claimed) return;
   const auto start = std::chrono::steady_clock::now();
-  if (settle(index)) ++stalls_.groups_by_task;
-  const auto took = std::chrono::steady_clock::now() - start;
-  stalls_.total += took;
-  if (took > stalls_.longest) stalls_.longest = std::chrono::duration_cast<std::chrono::nanoseconds>(took);
+  settle(index, By::task);
+  record_stall(start);
 }
 
 void FrozenKeyGroups::thaw_all() {
   if (settled()) return;
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < groups_.size(); ++i)
-    if (settle(i)) ++stalls_.groups_by_task;
-  const auto took = std::chrono::steady_clock::now() - start;
-  stalls_.total += took;
-  if (took > stalls_.longest) stalls_.longest = std::chrono::duration_cast<std::chrono::nanoseconds>(took);
+    settle(i, By::task);
+  record_stall(start);
 }
 
 std::optional<std::string> FrozenKeyGroups::take(std::size_t index) {
-  settle(index);
-  if (states_[index].load(std::memory_order_acquire) != done) return std::nullopt;
+  State s = settle(index, By::writer);
+  if (s == copied) {
+    std::uint8_t expected = copied;
+    if (!states_[index].compare_exchange_strong(expected, writing_copy, std::memory_order_acq_rel,
+                                                std::memory_order_acquire))
+      return std::nullopt; // abandoned meanwhile
+    GroupCopy copy = std::exchange(copies_[index], {});
+    copy.serialise(bytes_[index]);
+    copies_held_.fetch_sub(copy.bytes, std::memory_order_relaxed);
+    copy = {}; // freed before the next group is written
+    states_[index].store(done, std::memory_order_release);
+    states_[index].notify_all();
+    s = done;
+  }
+  if (s != done) return std::nullopt;
   return std::exchange(bytes_[index], {});
 }
 
 void FrozenKeyGroups::abandon() {
   for (std::size_t i = 0; i < groups_.size(); ++i) {
     std::atomic<std::uint8_t>& state = states_[i];
-    std::uint8_t expected = pending;
-    if (state.compare_exchange_strong(expected, abandoned, std::memory_order_acq_rel, std::memory_order_acquire)) {
-      finish(i, abandoned);
-      continue;
-    }
-    while (expected == claimed) {
-      state.wait(claimed, std::memory_order_acquire);
-      expected = state.load(std::memory_order_acquire);
+    for (std::uint8_t s = state.load(std::memory_order_acquire); s != done && s != abandoned;) {
+      if (s == claimed || s == writing_copy) { // a thread is at it: its result is published next
+        state.wait(s, std::memory_order_acquire);
+        s = state.load(std::memory_order_acquire);
+        continue;
+      }
+      const std::uint8_t was = s; // pending or copied
+      if (!state.compare_exchange_strong(s, abandoned, std::memory_order_acq_rel, std::memory_order_acquire))
+        continue; // claimed meanwhile: s holds what it is now
+      state.notify_all();
+      if (was == pending) {
+        unsettled_.fetch_sub(1, std::memory_order_acq_rel);
+      } else {
+        copies_held_.fetch_sub(copies_[i].bytes, std::memory_order_relaxed);
+        copies_[i] = {};
+      }
+      break;
     }
   }
 }
 
 std::shared_ptr<FrozenKeyGroups> KeyGroupFreezer::freeze(KeyGroupRange range, std::vector<std::uint32_t> groups,
-                                                         FrozenKeyGroups::Serialise serialise) {
+                                                         FrozenKeyGroups::Serialise serialise,
+                                                         FrozenKeyGroups::Copy copy, std::size_t copy_budget) {
   thaw_all();
-  frozen_ = std::make_shared<FrozenKeyGroups>(range, std::move(groups), std::move(serialise));
+  frozen_ = std::make_shared<FrozenKeyGroups>(range, std::move(groups), std::move(serialise), std::move(copy),
+                                              copy_budget);
   return frozen_;
 }
 

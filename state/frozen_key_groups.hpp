@@ -1,6 +1,7 @@
 #pragma once
 // Deferred snapshots ([checkpoint] snapshot = "deferred"): key groups frozen at a barrier and
-// serialised later, off the task thread, with serialise-on-first-write.
+// serialised later, off the task thread, with copy-on-first-write where the operator can copy a
+// group and serialise-on-first-write where it cannot.
 //
 // At a barrier the task freezes the key groups that the checkpoint writes whole (a
 // FrozenKeyGroups, one per operator and checkpoint) instead of serialising them. The snapshot
@@ -8,27 +9,35 @@
 // the operator's tables of one group at a time. The task goes on meanwhile, and before it
 // changes anything of a group (or reads it to change it: a record for its key, a timer that
 // fires, a ttl sweep, a rescale that moves it, the next checkpoint's bookkeeping), it calls
-// thaw(group): a group still pending is serialised there and then by the task, as it was at the
-// barrier; one the writer is serialising is waited for. So the bytes of every group are those of
-// the barrier, and a group is only ever read by two threads at once, never written while the
-// other reads it.
+// thaw(group). A group still pending is then copied (when the operator gave a `copy` function:
+// its tables as bytes, a memcpy each) or else serialised there and then by the task, as it was
+// at the barrier; one the writer is serialising is waited for. So the bytes of every group are
+// those of the barrier, and a group is only ever read by two threads at once, never written
+// while the other reads it. A copy is serialised by the writer, and freed once it is.
 //
 // Per group one atomic state:
 //
 //   pending --claim (CAS, either thread)--> claimed --serialised--> done
-//   pending --abandon (either thread)-----> abandoned  (the checkpoint will not be written)
+//   pending --copy (the task: CAS to claimed, copy, publish)--> copied
+//   copied --claim (CAS, the writer)--> writing_copy --serialised--> done
+//   pending or copied --abandon (either thread)--> abandoned  (the checkpoint will not be written)
 //
-// The thread that wins the claim serialises the group into its slot and then publishes `done`
-// (release); the writer takes the slot's bytes after it reads `done` (acquire), and the task
-// writes the group's state only after it reads `done` or `abandoned` (acquire), which orders
-// the writer's reads of the group before the task's writes. `unsettled_` counts the groups
-// neither done nor abandoned, so that thaw() costs one atomic load once all are.
+// The thread that wins the claim serialises the group into its slot (or copies it) and then
+// publishes `done` or `copied` (release); the writer takes the slot's bytes or copy after it
+// reads that (acquire), and the task writes the group's state only after it reads `done`,
+// `copied` or `abandoned` (acquire), which orders the writer's reads of the group before the
+// task's writes. `unsettled_` counts the groups that the task must still thaw (pending or
+// claimed), so that thaw() costs one atomic load once all are.
+//
+// Copies are bounded: past `copy_budget` bytes of copies not yet written, the task serialises
+// pending groups itself, as without a copy function (stalls() says how much was copied).
 //
 // Threading: thaw(), thaw_all() and stalls() on the task thread only; take() on the writer's
 // thread only (one taker); abandon(), settled() and the accessors on any thread. The
-// `serialise` function runs on whichever thread claims a group: it must read only the state of
-// that group and configuration that nothing changes (never a structure that other groups share
-// with it, such as a TimerService: copy that at the barrier).
+// `serialise` and `copy` functions run on whichever thread claims a group: they must read only
+// the state of that group and configuration that nothing changes (never a structure that other
+// groups share with it, such as a TimerService: copy that at the barrier). What `copy` returns
+// runs on the writer's thread, and may read the same configuration: abandon() waits for it.
 
 #include <atomic>
 #include <chrono>
@@ -49,9 +58,20 @@ public:
   // Appends the state of `key_group` as it was at the barrier to `out` (what the operator's
   // snapshot_key_group would have appended then).
   using Serialise = std::function<void(std::uint32_t key_group, std::string& out)>;
+  // A copy of one group's state as it was at the barrier, which serialises it later.
+  struct GroupCopy {
+    std::function<void(std::string& out)> serialise; // appends what `Serialise` would have
+    std::size_t bytes = 0;                           // memory the copy holds
+  };
+  // Copies `key_group` as it is now. Empty: the operator cannot copy its state (then the task
+  // serialises a group it must change first).
+  using Copy = std::function<GroupCopy(std::uint32_t key_group)>;
+  // Copies not yet written, at most: past this the task serialises instead of copying.
+  static constexpr std::size_t default_copy_budget = std::size_t{512} << 20;
 
   // `groups`: distinct groups of `range`, in the order of the snapshot's segments.
-  FrozenKeyGroups(KeyGroupRange range, std::vector<std::uint32_t> groups, Serialise serialise);
+  FrozenKeyGroups(KeyGroupRange range, std::vector<std::uint32_t> groups, Serialise serialise, Copy copy = {},
+                  std::size_t copy_budget = default_copy_budget);
   FrozenKeyGroups(const FrozenKeyGroups&) = delete;
   FrozenKeyGroups& operator=(const FrozenKeyGroups&) = delete;
 
@@ -60,55 +80,66 @@ public:
 
   // --- The task's thread ---
   // Before the task changes `key_group` (or reads it to change it): returns at once unless the
-  // group is frozen and not yet serialised; then serialises it now, or waits while the writer
-  // does.
+  // group is frozen and not yet serialised or copied; then copies or serialises it now, or
+  // waits while the writer serialises it.
   void thaw(std::uint32_t key_group) {
     if (unsettled_.load(std::memory_order_acquire) == 0) return;
     thaw_slow(key_group);
   }
   // thaw() of every group, before what sweeps many (the next checkpoint, the end of input).
   void thaw_all();
-  // What thaw() and thaw_all() cost the task so far: the time spent serialising or waiting,
-  // and the groups the task serialised itself.
+  // What thaw() and thaw_all() cost the task so far: the time spent copying, serialising or
+  // waiting, the groups the task serialised itself, and those it copied.
   struct Stalls {
     std::chrono::nanoseconds total{0};
     std::chrono::nanoseconds longest{0}; // of one thaw or thaw_all call
     std::size_t groups_by_task = 0;
+    std::size_t groups_copied = 0;
+    std::size_t copied_bytes = 0; // in all, written or not
   };
   const Stalls& stalls() const { return stalls_; }
 
   // --- The writer's thread ---
-  // The bytes of the group at `index` as frozen: serialised here unless the task has done so
-  // (then waits for it if it is at it). nullopt: abandoned.
+  // The bytes of the group at `index` as frozen: serialised here (from the task's copy, if it
+  // made one) unless the task has serialised them (then waits for it if it is at it). nullopt:
+  // abandoned.
   std::optional<std::string> take(std::size_t index);
 
   // --- Any thread ---
   // The checkpoint will not be written (the writer dropped it, the task ends): groups still
-  // pending are never serialised; returns once no thread is serialising one (a group claimed
-  // is finished first), after which `serialise` is never called again.
+  // pending or copied are never serialised; returns once no thread is serialising one (a group
+  // claimed is finished first), after which `serialise`, `copy` and the copies are never called
+  // again.
   void abandon();
-  // Whether every group is done or abandoned: no thread will read the operator's state for
-  // this object again.
+  // Whether every group is done, copied or abandoned: the task may change any of them. (The
+  // writer may still serialise copies, reading the operator's configuration.)
   bool settled() const { return unsettled_.load(std::memory_order_acquire) == 0; }
   // Whether `key_group` is frozen and not yet serialised (pending or being serialised): a change
   // to it now would be a bug (debug assertions).
   bool unsettled(std::uint32_t key_group) const;
 
 private:
-  enum State : std::uint8_t { pending = 0, claimed = 1, done = 2, abandoned = 3 };
+  enum State : std::uint8_t { pending = 0, claimed = 1, done = 2, abandoned = 3, copied = 4, writing_copy = 5 };
+  enum class By { writer, task };
 
   void thaw_slow(std::uint32_t key_group);
-  // Serialises `index` if it is pending (claiming it) or waits until it is done or abandoned.
-  // Returns true when this call serialised it.
-  bool settle(std::size_t index);
+  // Serialises `index` if it is pending (claiming it; the task copies it instead where it can),
+  // or waits until it is no longer claimed. Returns the state it leaves.
+  State settle(std::size_t index, By by);
+  // Publishes `to` (done, copied or abandoned) for a group that was pending or claimed.
   void finish(std::size_t index, State to);
+  void record_stall(std::chrono::steady_clock::time_point start);
 
   KeyGroupRange range_;
   std::vector<std::uint32_t> groups_;
   std::vector<std::int32_t> index_of_; // per group of range_: its index in groups_, or -1
   Serialise serialise_;
+  Copy copy_;
+  std::size_t copy_budget_;
+  std::atomic<std::size_t> copies_held_{0}; // bytes of copies not yet written or dropped
   std::unique_ptr<std::atomic<std::uint8_t>[]> states_; // per index: State
   std::vector<std::string> bytes_;                      // per index: written by the claimer
+  std::vector<GroupCopy> copies_;                       // per index: the task's copy, if any
   std::atomic<std::size_t> unsettled_;
   Stalls stalls_; // the task's thread only
 };
@@ -127,7 +158,8 @@ public:
 
   // Freezes `groups` for a deferred snapshot: the groups of an earlier freeze are thawed first.
   std::shared_ptr<FrozenKeyGroups> freeze(KeyGroupRange range, std::vector<std::uint32_t> groups,
-                                          FrozenKeyGroups::Serialise serialise);
+                                          FrozenKeyGroups::Serialise serialise, FrozenKeyGroups::Copy copy = {},
+                                          std::size_t copy_budget = FrozenKeyGroups::default_copy_budget);
   void thaw(std::uint32_t key_group) {
     if (frozen_) frozen_->thaw(key_group);
   }

@@ -59,6 +59,17 @@
 
 namespace streamctl::state {
 
+// Where a KeyedMap's slot arrays come from when not from operator new (a map built with one):
+// deferred snapshots' copies of key groups reuse the memory of earlier copies, because on fresh
+// pages the kernel's zeroing cost more than the copy itself (state/recycled_memory.hpp).
+// Thread-safe: a copy is made on the task's thread and freed on the writer's.
+class SlotMemory {
+public:
+  virtual ~SlotMemory() = default;
+  virtual void* allocate(std::size_t bytes, std::align_val_t align) = 0;
+  virtual void free(void* p, std::size_t bytes, std::align_val_t align) noexcept = 0;
+};
+
 // Asked before a KeyedMap changes a key group, or hands out a value that may be changed
 // (KeyedMap::set_write_check; debug builds only): deferred snapshots assert there that the group
 // is not frozen and still to be serialised (state/frozen_key_groups.hpp).
@@ -212,9 +223,10 @@ template <typename V> class KeyedMap {
                 "KeyedMap moves values between slots and needs a noexcept move constructor");
 
 public:
-  // The state of the subtask that owns `range` of key groups [0, max_parallelism).
-  KeyedMap(KeyGroupRange range, std::uint32_t max_parallelism)
-      : range_(range), max_parallelism_(max_parallelism) {
+  // The state of the subtask that owns `range` of key groups [0, max_parallelism). `memory`
+  // (optional; it must outlive the map) provides the slot arrays instead of operator new.
+  KeyedMap(KeyGroupRange range, std::uint32_t max_parallelism, SlotMemory* memory = nullptr)
+      : range_(range), max_parallelism_(max_parallelism), memory_(memory) {
     STREAMCTL_STATE_ASSERT(max_parallelism >= 1 && max_parallelism <= max_key_groups,
                            "max_parallelism must be in [1, 32768]");
     STREAMCTL_STATE_ASSERT(range.first <= range.end && range.end <= max_parallelism,
@@ -228,7 +240,7 @@ public:
   KeyedMap(KeyedMap&& other) noexcept
       : groups_(std::move(other.groups_)), range_(std::exchange(other.range_, {})),
         max_parallelism_(other.max_parallelism_), group_of_(other.group_of_),
-        size_(std::exchange(other.size_, 0)) {}
+        size_(std::exchange(other.size_, 0)), memory_(other.memory_) {}
   KeyedMap& operator=(KeyedMap&& other) noexcept {
     if (this != &other) {
       release_all();
@@ -237,6 +249,7 @@ public:
       max_parallelism_ = other.max_parallelism_;
       group_of_ = other.group_of_;
       size_ = std::exchange(other.size_, 0);
+      memory_ = other.memory_;
     }
     return *this;
   }
@@ -439,6 +452,7 @@ public:
   void adopt_group(std::uint32_t key_group, KeyedMap& from) {
     STREAMCTL_STATE_ASSERT(from.max_parallelism_ == max_parallelism_,
                            "adopting a key group of another max_parallelism");
+    STREAMCTL_STATE_ASSERT(from.memory_ == memory_, "adopting slots of another memory source");
     check_write(key_group);
     from.check_write(key_group);
     Group& to = group_at(key_group);
@@ -454,6 +468,36 @@ public:
     to.long_keys = std::move(g.long_keys);
     size_ += to.size;
     from.size_ -= to.size;
+  }
+
+  // Copies the table of `key_group` into `to` (a map of the same max_parallelism whose range
+  // holds the group, and whose group is empty): slots and long keys as bytes, with their change
+  // marks, so that the copy reads as the group did. For values that are plain bytes only. A
+  // deferred snapshot copies a frozen group this way before the task changes it, which costs a
+  // memcpy of the table where serialising it cost a pass over every entry
+  // (state/frozen_key_groups.hpp). Reads this map only: safe while another thread reads it too.
+  void copy_group_into(std::uint32_t key_group, KeyedMap& to) const
+    requires std::is_trivially_copyable_v<V>
+  {
+    STREAMCTL_STATE_ASSERT(to.max_parallelism_ == max_parallelism_,
+                           "copying a key group into a map of another max_parallelism");
+    to.check_write(key_group);
+    const Group& g = group_at(key_group);
+    Group& copy = to.group_at(key_group);
+    STREAMCTL_STATE_ASSERT(copy.size == 0, "copying into a key group that holds entries");
+    to.release(copy);
+    if (g.slots == nullptr) return;
+    copy.slots = static_cast<Slot*>(to.allocate_bytes(sizeof(Slot) * g.capacity()));
+    for (std::uint32_t i = 0; i < g.capacity(); ++i)
+      ::new (static_cast<void*>(&copy.slots[i])) Slot(); // initialises nothing: a no-op
+    std::memcpy(static_cast<void*>(copy.slots), g.slots, sizeof(Slot) * g.capacity());
+    copy.mask = g.mask;
+    copy.size = g.size;
+    copy.grow_at = g.grow_at;
+    copy.shift = g.shift;
+    copy.epoch = g.epoch;
+    if (g.long_keys) copy.long_keys = std::make_unique<detail::LongKeyStore>(*g.long_keys);
+    to.size_ += copy.size;
   }
 
   // Erases every entry of one key group and frees its table.
@@ -637,8 +681,11 @@ private:
     return static_cast<std::uint32_t>(cap);
   }
 
-  static Slot* allocate_slots(std::uint32_t capacity) {
-    void* raw = ::operator new(sizeof(Slot) * capacity, slot_align);
+  void* allocate_bytes(std::size_t bytes) {
+    return memory_ != nullptr ? memory_->allocate(bytes, slot_align) : ::operator new(bytes, slot_align);
+  }
+  Slot* allocate_slots(std::uint32_t capacity) {
+    void* raw = allocate_bytes(sizeof(Slot) * capacity);
     Slot* slots = static_cast<Slot*>(raw);
     for (std::uint32_t i = 0; i < capacity; ++i) {
       ::new (static_cast<void*>(&slots[i])) Slot();
@@ -647,12 +694,13 @@ private:
     return slots;
   }
 
-  static void free_slots(Slot* slots, std::uint32_t capacity) {
+  void free_slots(Slot* slots, std::uint32_t capacity) {
     for (std::uint32_t i = 0; i < capacity; ++i) {
       if (!slots[i].key.empty()) slots[i].value.~V();
       slots[i].~Slot();
     }
-    ::operator delete(static_cast<void*>(slots), slot_align);
+    if (memory_ != nullptr) memory_->free(slots, sizeof(Slot) * capacity, slot_align);
+    else ::operator delete(static_cast<void*>(slots), slot_align);
   }
 
   void rehash(Group& g, std::uint32_t capacity) {
@@ -689,7 +737,7 @@ private:
     g.long_keys = std::move(fresh);
   }
 
-  static void release(Group& g) {
+  void release(Group& g) {
     if (g.slots != nullptr) free_slots(g.slots, g.capacity());
     g.slots = nullptr;
     g.mask = 0;
@@ -712,6 +760,7 @@ private:
   KeyGroupOf group_of_{max_parallelism_};
   std::size_t size_ = 0;
   const KeyGroupWriteCheck* write_check_ = nullptr; // asked in debug builds only
+  SlotMemory* memory_ = nullptr;                    // nullptr: operator new
 };
 
 } // namespace streamctl::state

@@ -328,19 +328,24 @@ TaskChain::StallWatch::~StallWatch() {
   const std::chrono::nanoseconds now = chain_.deferral_stalled();
   d.stalls.longest = std::max(d.stalls.longest, now - before_);
   d.stalls.total = now;
-  d.stalls.groups_by_task = 0;
-  for (const auto& f : d.frozen) d.stalls.groups_by_task += f->stalls().groups_by_task;
+  d.stalls.groups_by_task = d.stalls.groups_copied = d.stalls.copied_bytes = 0;
+  for (const auto& f : d.frozen) {
+    d.stalls.groups_by_task += f->stalls().groups_by_task;
+    d.stalls.groups_copied += f->stalls().groups_copied;
+    d.stalls.copied_bytes += f->stalls().copied_bytes;
+  }
   d.unsettled = std::any_of(d.frozen.begin(), d.frozen.end(), [](const auto& f) { return !f->settled(); });
 }
 
 std::size_t TaskChain::complete_deferred() {
   if (!deferral_.unsettled) return 0;
-  const std::size_t before = deferral_.stalls.groups_by_task;
+  const auto thawed = [&] { return deferral_.stalls.groups_by_task + deferral_.stalls.groups_copied; };
+  const std::size_t before = thawed();
   {
     StallWatch watch(*this);
     for (const auto& f : deferral_.frozen) f->thaw_all();
   }
-  const std::size_t late = deferral_.stalls.groups_by_task - before;
+  const std::size_t late = thawed() - before;
   deferral_.stalls.late_groups += late;
   return late;
 }

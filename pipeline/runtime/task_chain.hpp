@@ -132,22 +132,24 @@ public:
   // first (complete_deferred). The file's bytes are those snapshot() would give now.
   std::vector<SnapshotSegment> snapshot_operators_deferred(std::uint64_t checkpoint_id,
                                                            const IncrementalSnapshots::Plan* plan);
-  // Serialises, on the task thread, every group of the last deferred snapshot that is still
+  // Serialises or copies, on the task thread, every group of the last deferred snapshot that is still
   // frozen (waiting for one the writer is at): before what ends or hands over the chain, and
   // before the next snapshot. Its time counts as a stall of that snapshot. Returns how many
-  // groups the task serialised.
+  // groups the task serialised or copied (operators that can copy a group copy it).
   std::size_t complete_deferred();
   // What the deferred groups of checkpoint `id` have cost the task since its barrier, once its
   // file is written (nullopt: none deferred, or too long ago): the longest time one batch,
   // watermark, timer tick or call of complete_deferred was held serialising frozen groups or
   // waiting for the writer, the time in all, and the groups the task serialised itself (of
-  // which `late_groups` by the next snapshot or the end of input).
+  // which `late_groups` by the next snapshot or the end of input) or copied (copy-on-first-write).
   struct DeferredStalls {
     std::chrono::nanoseconds longest{0};
     std::chrono::nanoseconds total{0};
     std::size_t groups = 0;         // deferred
     std::size_t groups_by_task = 0; // of those, serialised by the task
-    std::size_t late_groups = 0;    // ... by complete_deferred
+    std::size_t groups_copied = 0;  // ... copied by the task, for the writer to serialise
+    std::size_t copied_bytes = 0;   // what those copies held
+    std::size_t late_groups = 0;    // serialised or copied by complete_deferred
   };
   std::optional<DeferredStalls> deferred_stalls(std::uint64_t checkpoint_id) const;
   // The chain's operators (not the source or sink), in chain order: what a Plan's groups index.

@@ -546,7 +546,7 @@ private:
                forked ? " (forked)" : "",
                deferred_groups > 0 ? " (" + std::to_string(deferred_groups) + " key group(s) deferred)" : "",
                late_groups > 0 ? ", " + std::to_string(late_groups) +
-                                     " group(s) of the checkpoint before still frozen were serialised first"
+                                     " group(s) of the checkpoint before still frozen were serialised or copied first"
                                : "");
   }
 
@@ -675,9 +675,10 @@ private:
         };
         stall_ms = ms(stalls->longest);
         log_.debug("checkpoint {}: deferred groups written; longest stall {} ms after the barrier ({} ms in all, "
-                   "{} of {} group(s) serialised by the task, {} by the next checkpoint or the end)",
+                   "{} of {} group(s) serialised by the task and {} copied ({:.1f} MB), {} by the next "
+                   "checkpoint or the end)",
                    done.checkpoint_id, stall_ms, ms(stalls->total), stalls->groups_by_task, stalls->groups,
-                   stalls->late_groups);
+                   stalls->groups_copied, static_cast<double>(stalls->copied_bytes) / 1e6, stalls->late_groups);
       }
       // The spool files the snapshot's source position needs, and the earlier files it builds
       // on, for the checkpoint's _metadata.

@@ -43,11 +43,22 @@ Lines sorted(Lines v) {
   return v;
 }
 
+// A window whose blocks hold heap memory (count_distinct, last): the task serialises a frozen
+// group it must change first.
 std::string window_toml() {
   return streamctl::testing::single_operator_pipeline(
       "type = \"window\"\nkey = [\"k\"]\nwindow = { kind = \"sliding\", size = \"2s\", slide = \"1s\" }\n"
       "allowed_lateness = \"500ms\"\nlate_output = \"late\"\n"
       "aggregates = { n = \"count()\", s = \"sum(v)\", d = \"count_distinct(v)\", l = \"last(v)\" }\n");
+}
+
+// A window whose blocks are plain bytes held inline (count, sum, avg): the task copies a frozen
+// group it must change first (copy-on-first-write), and the writer serialises the copy.
+std::string copyable_window_toml() {
+  return streamctl::testing::single_operator_pipeline(
+      "type = \"window\"\nkey = [\"k\"]\nwindow = { kind = \"sliding\", size = \"2s\", slide = \"1s\" }\n"
+      "allowed_lateness = \"500ms\"\nlate_output = \"late\"\n"
+      "aggregates = { n = \"count()\", s = \"sum(v)\" }\n");
 }
 
 std::string reduce_toml() {
@@ -145,6 +156,7 @@ TEST_CASE("a window's deferred key groups are the bytes of the barrier, whatever
           "[deferred][window]") {
   const std::uint64_t base = std::random_device{}();
   for (std::uint64_t k = 0; k < 4; ++k) check_deferred(window_toml(), base + k, k % 2 == 0);
+  for (std::uint64_t k = 0; k < 4; ++k) check_deferred(copyable_window_toml(), base + 10 + k, k % 2 == 0);
 }
 
 TEST_CASE("a reduce's deferred key groups are the bytes of the barrier, whatever the task does after it",
@@ -153,19 +165,28 @@ TEST_CASE("a reduce's deferred key groups are the bytes of the barrier, whatever
   for (std::uint64_t k = 0; k < 4; ++k) check_deferred(reduce_toml(), base + k, false);
 }
 
-TEST_CASE("a frozen group the task changes first is serialised by the task, as at the barrier",
+TEST_CASE("a frozen group the task changes first is serialised or copied by the task, as at the barrier",
           "[deferred][window]") {
-  Harness h(window_toml());
+  const bool copyable = GENERATE(false, true);
+  INFO((copyable ? "copy" : "serialise") << " on first write");
+  Harness h(copyable ? copyable_window_toml() : window_toml());
   Run run(h);
   std::mt19937_64 rng(7);
   run.records(records(rng, 2'000, 0, 50), 0, 300);
   const auto at_barrier = run.snapshot();
   auto frozen = run.op().freeze_key_groups(all_groups());
   REQUIRE(frozen);
-  // No writer yet: the task's changes serialise each group they touch, before touching it.
+  // No writer yet: the task's changes serialise or copy each group they touch, before touching it.
   run.records(records(rng, 2'000, 1'000, 50), 0, 300);
   run.watermark(10'000); // fires and purges every window
-  CHECK(frozen->stalls().groups_by_task > 0);
+  if (copyable) {
+    CHECK(frozen->stalls().groups_copied > 0);
+    CHECK(frozen->stalls().copied_bytes > 0);
+    CHECK(frozen->stalls().groups_by_task == 0);
+  } else {
+    CHECK(frozen->stalls().groups_by_task > 0);
+    CHECK(frozen->stalls().groups_copied == 0);
+  }
   for (std::size_t i = 0; i < frozen->size(); ++i) {
     auto bytes = frozen->take(i);
     REQUIRE(bytes);

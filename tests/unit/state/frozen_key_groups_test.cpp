@@ -39,8 +39,12 @@ std::string group_bytes(const st::KeyedMap<std::int64_t>& map, std::uint32_t g) 
 //     state/frozen_key_groups.cpp state/key_group.cpp MAIN.cpp -lxxhash
 TEST_CASE("frozen groups taken by another thread are the barrier's, while the task changes the map",
           "[deferred][frozen]") {
+  // How the task thaws a pending group: serialising it, or copying it (copy-on-first-write),
+  // with a budget so small that it copies some groups and serialises the rest.
+  enum class Thaw { serialise, copy, copy_within_budget };
+  const Thaw thaw = GENERATE(Thaw::serialise, Thaw::copy, Thaw::copy_within_budget);
   const std::uint64_t seed = std::random_device{}();
-  INFO("seed " << seed);
+  INFO("seed " << seed << ", thaw " << static_cast<int>(thaw));
   std::mt19937_64 rng(seed);
   const st::KeyGroupRange range{0, kMaxParallelism};
   st::KeyedMap<std::int64_t> map(range, kMaxParallelism);
@@ -59,7 +63,17 @@ TEST_CASE("frozen groups taken by another thread are the barrier's, while the ta
       at_barrier[g] = group_bytes(map, g);
       if (rng() % 4 != 0) groups.push_back(g); // some groups are not frozen at all
     }
-    auto frozen = freezer.freeze(range, groups, [&map](std::uint32_t g, std::string& out) { out = group_bytes(map, g); });
+    st::FrozenKeyGroups::Copy copy;
+    if (thaw != Thaw::serialise)
+      copy = [&map](std::uint32_t g) {
+        auto tables = std::make_shared<st::KeyedMap<std::int64_t>>(st::KeyGroupRange{g, g + 1}, kMaxParallelism);
+        map.copy_group_into(g, *tables);
+        return st::FrozenKeyGroups::GroupCopy{[tables, g](std::string& out) { out = group_bytes(*tables, g); },
+                                              tables->memory_bytes()};
+      };
+    const std::size_t budget = thaw == Thaw::copy_within_budget ? 4096 : st::FrozenKeyGroups::default_copy_budget;
+    auto frozen = freezer.freeze(
+        range, groups, [&map](std::uint32_t g, std::string& out) { out = group_bytes(map, g); }, copy, budget);
     std::map<std::uint32_t, std::string> taken;
     const bool abandon = round % 7 == 6;
     std::thread writer([&, writer_seed = rng()] {
@@ -83,6 +97,8 @@ TEST_CASE("frozen groups taken by another thread are the barrier's, while the ta
     }
     writer.join();
     CHECK(frozen->settled());
+    if (thaw == Thaw::serialise) CHECK(frozen->stalls().groups_copied == 0);
+    if (thaw == Thaw::copy) CHECK(frozen->stalls().groups_by_task == 0);
     for (const auto& [g, bytes] : taken) {
       INFO("round " << round << ", key group " << g);
       CHECK(bytes == at_barrier[g]);
@@ -119,4 +135,76 @@ TEST_CASE("a thaw waits while the writer serialises the group, then the task may
   CHECK(first == "group 1");
   CHECK(frozen.take(1) == "group 2");
   CHECK(frozen.settled());
+}
+
+TEST_CASE("the writer serialises the task's copy; an abandon drops copies never written",
+          "[deferred][frozen]") {
+  std::vector<std::uint32_t> copied, serialised_from_copy;
+  int copies_alive = 0;
+  auto frozen = std::make_shared<st::FrozenKeyGroups>(
+      st::KeyGroupRange{0, 4}, std::vector<std::uint32_t>{0, 1, 2, 3},
+      [](std::uint32_t g, std::string& out) { out = "live " + std::to_string(g); },
+      [&](std::uint32_t g) {
+        copied.push_back(g);
+        auto alive = std::shared_ptr<int>(&++copies_alive, [&](int*) { --copies_alive; });
+        return st::FrozenKeyGroups::GroupCopy{[&, g, alive](std::string& out) {
+                                                serialised_from_copy.push_back(g);
+                                                out = "copy " + std::to_string(g);
+                                              },
+                                              100};
+      });
+  frozen->thaw(1); // the task copies group 1 and may change it at once
+  frozen->thaw(2);
+  CHECK(!frozen->unsettled(1));
+  CHECK(copied == std::vector<std::uint32_t>{1, 2});
+  CHECK(frozen->stalls().groups_copied == 2);
+  CHECK(frozen->stalls().copied_bytes == 200);
+  CHECK(frozen->stalls().groups_by_task == 0);
+  CHECK(frozen->take(0) == "live 0");
+  CHECK(frozen->take(1) == "copy 1"); // what the task copied, serialised here
+  CHECK(copies_alive == 1);           // a copy is freed once written
+  frozen->abandon();                  // group 2's copy is never written, group 3 never read
+  CHECK(copies_alive == 0);
+  CHECK(frozen->take(2) == std::nullopt);
+  CHECK(frozen->take(3) == std::nullopt);
+  CHECK(serialised_from_copy == std::vector<std::uint32_t>{1});
+  CHECK(frozen->settled());
+}
+
+TEST_CASE("copy_group_into copies a group's entries, long keys and marks, independent of the map",
+          "[deferred][frozen]") {
+  const st::KeyGroupRange range{0, kMaxParallelism};
+  st::KeyedMap<std::int64_t> map(range, kMaxParallelism);
+  for (std::uint64_t n = 0; n < 2000; ++n) {
+    const std::string k = key_of(n);
+    const std::uint64_t h = st::hash_key_bytes(k);
+    bool newly_marked = false;
+    if (n % 2 == 0) *map.try_emplace_marked(k, h, newly_marked).first = static_cast<std::int64_t>(n);
+    else map.get_or_insert(k, h) = static_cast<std::int64_t>(n);
+  }
+  const std::uint32_t g = 5;
+  const std::string before = group_bytes(map, g);
+  st::KeyedMap<std::int64_t> copy({g, g + 1}, kMaxParallelism);
+  map.copy_group_into(g, copy);
+  CHECK(copy.size() == map.group_size(g));
+  CHECK(group_bytes(copy, g) == before);
+  std::size_t marked_in_map = 0, marked_in_copy = 0;
+  map.for_each_in_group(g, [&](std::string_view k, const std::int64_t&) {
+    marked_in_map += map.marked(k, st::hash_key_bytes(k));
+  });
+  copy.for_each_in_group(g, [&](std::string_view k, const std::int64_t&) {
+    marked_in_copy += copy.marked(k, st::hash_key_bytes(k));
+  });
+  CHECK(marked_in_copy == marked_in_map);
+  CHECK(marked_in_map > 0);
+  // The map changes on: erases, updates, growth; the copy keeps the group as it was.
+  map.clear_group(g);
+  for (std::uint64_t n = 0; n < 4000; ++n) {
+    const std::string k = key_of(n);
+    map.get_or_insert(k, st::hash_key_bytes(k)) += 1000;
+  }
+  CHECK(group_bytes(copy, g) == before);
+  st::KeyedMap<std::int64_t> empty_copy({9, 10}, kMaxParallelism);
+  st::KeyedMap<std::int64_t>(range, kMaxParallelism).copy_group_into(9, empty_copy);
+  CHECK(empty_copy.size() == 0);
 }
