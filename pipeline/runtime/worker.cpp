@@ -560,15 +560,18 @@ private:
     return *incremental_;
   }
 
-  // After a restore from this job's newest checkpoint, by a task the same as the one that wrote
-  // it: its first checkpoint builds on the chain it restored instead of writing all its state
-  // (incremental_snapshots.hpp). Another job's checkpoint (`--resume`, `--from-savepoint`: the
-  // pipeline may have changed how state is laid out), a savepoint, an older checkpoint (which
-  // the coordinator may prune while the new one builds on it), or a rescale that kept this
-  // worker: full, as before.
+  // After a restore from the newest checkpoint of this job (`restart`) or of an earlier run of
+  // the same pipeline name (`run --resume`), by a task the same as the one that wrote it: its
+  // first checkpoint builds on the chain it restored instead of writing all its state
+  // (incremental_snapshots.hpp). That is as safe as the restore itself: the chain's files are
+  // the ones just restored, read the same way again by the next restore, and the task must
+  // match in chain, nodes, subtask, parallelism and key groups (an edited pipeline that moves
+  // state restarts full). A savepoint (the user's, relocatable: nothing may point into it), an
+  // older checkpoint (which the coordinator may prune while the new one builds on it), another
+  // pipeline's checkpoint, or a rescale that kept this worker: full, as before.
   void continue_restored_chain(const CheckpointRestore& restore) {
     const CheckpointMetadata& m = restore.metadata();
-    if (m.kind != "checkpoint" || m.job_id != options_.run_tag) return;
+    if (m.kind != "checkpoint" || (m.job_id != options_.run_tag && m.job_name != job_->spec.name)) return;
     const auto completed = completed_checkpoints(restore.dir().parent_path());
     if (completed.empty() || completed.back().lexically_normal() != restore.dir().lexically_normal()) return;
     const std::string own = task_snapshot_file(task_.chain, task_.subtask);

@@ -2,7 +2,8 @@
 # first checkpoint is full and no later one is; each writes a share of the key groups whole,
 # so a chain stays under full_every files and its oldest files leave it (and are pruned).
 # Then the newest checkpoint of a job stopped midway restores, by a job that finishes it,
-# to the output of a run without a stop.
+# to the output of a run without a stop: by `restart` of the same job, and by `run --resume`
+# (a new run of the same pipeline), twice in a row, each time going on with the chain.
 source "$(dirname "$0")/lib/common.bash"
 source "$(dirname "$0")/lib/exactly_once.bash"
 
@@ -119,5 +120,46 @@ from=$(grep -o 'restarting job .* from .*/chk-[0-9]*' "$WORK/err" | sed 's|.*/ch
 continued=$(grep -c "checkpoints go on with the chain of chk-$from" "$WORK/err" || true)
 assert_eq 4 "$continued" "tasks that went on with their restored chain"
 assert_same_output "$WORK/halted" "the output restarted from rolled chain chk-$from differs"
+assert_no_processes_left
+
+# 3. kill -9 of a job (coordinator and workers) once its chains have rolled, then `run --resume`:
+# a new run, which goes on with the chain it restored. It is killed again after three
+# checkpoints of its own (chains now spanning both runs' directories, some of the first run's
+# pruned), and a second `run --resume` finishes the job: its output is the reference's
+# exactly. (Before, a `--resume` always wrote a full checkpoint first.)
+pipeline resumed "$WORK/resumed" >"$WORK/resumed.toml"
+newest_resumed() { find "$WORK/ck/resumed" -path '*/chk-*/_metadata' 2>/dev/null | sed 's|.*/chk-||; s|/_metadata||' | sort -n | tail -1; }
+kill_job_after() { # PID CHECKPOINT: kill -9 of the coordinator (its workers follow it) once CHECKPOINT completed
+  until [[ $(newest_resumed) -ge $2 ]]; do
+    kill -0 "$1" 2>/dev/null || fail "the job ended before checkpoint $2"
+    sleep 0.05
+  done
+  kill -9 "$1"
+  wait "$1" 2>/dev/null || true
+}
+"$STREAMCTL" -v run "$WORK/resumed.toml" 2>"$WORK/resumed-1.log" &
+pid=$!
+wait_for_text "$WORK/resumed-1.log" "records flowing"
+kill_job_after $pid 7
+assert_no_processes_left
+for round in 2 3; do
+  from=$(newest_resumed)
+  "$STREAMCTL" -vv run "$WORK/resumed.toml" --resume 2>"$WORK/resumed-$round.log" &
+  pid=$!
+  wait_for_text "$WORK/resumed-$round.log" "records flowing"
+  grep -q "restored from .*/chk-$from" "$WORK/resumed-$round.log" ||
+    fail "run $round did not resume from chk-$from: $(grep -m3 -i restor "$WORK/resumed-$round.log")"
+  continued=$(grep -c "checkpoints go on with the chain of chk-$from" "$WORK/resumed-$round.log" || true)
+  assert_eq 4 "$continued" "tasks of run $round (--resume) that went on with their restored chain"
+  if ((round == 2)); then
+    kill_job_after $pid $((from + 3))
+    assert_no_processes_left
+  else
+    set +e; wait $pid; code=$?; set -e
+    assert_eq 0 "$code" "exit code of the last --resume ($(tail -3 "$WORK/resumed-$round.log"))"
+  fi
+done
+verify_checkpoints "$WORK/ck/resumed"
+assert_same_output "$WORK/resumed" "the output of a job resumed twice from rolled chains differs"
 assert_no_processes_left
 echo ok
