@@ -9,6 +9,7 @@
 
 #include "operators/bad_record.hpp"
 #include "state/changed_groups.hpp"
+#include "state/frozen_key_groups.hpp"
 #include "state/key_group.hpp"
 #include "state/key_codec.hpp"
 #include "state/keyed_map.hpp"
@@ -92,6 +93,7 @@ struct Sessions {
 class SessionWindows final : public WindowOperatorBase {
 public:
   explicit SessionWindows(WindowSettings settings) : WindowOperatorBase(std::move(settings)) {}
+  ~SessionWindows() override { freezer_.abandon(); } // no other thread reads a group from here on
 
   void open(OperatorContext& ctx) override {
     Operator::open(ctx);
@@ -99,6 +101,8 @@ public:
     auto range = state::key_group_range(ctx.subtask, ctx.parallelism, max_parallelism);
     event_sessions_.emplace(range, max_parallelism);
     processing_sessions_.emplace(range, max_parallelism);
+    event_sessions_->set_write_check(&freezer_);
+    processing_sessions_->set_write_check(&freezer_);
     timers_.emplace(range, max_parallelism);
     changed_ = state::ChangedGroups(range);
   }
@@ -127,7 +131,9 @@ public:
         continue;
       }
       const std::uint64_t hash = state::hash_key_bytes(key_bytes_);
-      changed_.mark(state::key_group_of(hash, timers_->max_parallelism()));
+      const std::uint32_t group = state::key_group_of(hash, timers_->max_parallelism());
+      freezer_.thaw(group); // deferred snapshots: the group as the barrier left it is serialised first
+      changed_.mark(group);
       const std::int64_t end = t + window_.gap;
       SessionMap& map = event ? *event_sessions_ : *processing_sessions_;
       Sessions* sessions = map.find(key_bytes_, hash);
@@ -227,28 +233,44 @@ public:
   }
 
   void snapshot_key_group(std::uint32_t key_group, std::string& out) const override {
-    if (!timers_->key_group_range().contains(key_group)) return;
-    bool any_timer = false;
-    timers_->for_each_in_group(key_group, [&](const state::TimerView&) { any_timer = true; });
-    if (!any_timer && event_sessions_->group_size(key_group) == 0 &&
-        processing_sessions_->group_size(key_group) == 0)
-      return;
-    state::StateWriter w(out);
-    w.header('S');
-    w.zigzag(window_.gap);
-    for (const SessionMap* map : {&*event_sessions_, &*processing_sessions_}) {
-      w.varint(map->group_size(key_group));
-      map->for_each_in_group(key_group, [&](std::string_view key, const Sessions& sessions) {
-        w.bytes(key);
-        w.varint(sessions.list.size());
-        for (const Session& s : sessions.list) {
-          w.zigzag(s.start);
-          w.zigzag(s.end);
-          aggregates_.serialize(s.block.get(), out);
-        }
-      });
+    if (!timers_->key_group_range().contains(key_group) || group_is_empty(key_group)) return;
+    write_sessions(key_group, out);
+    state::StateWriter(out).timers(*timers_, key_group);
+  }
+
+  // Deferred snapshots (Operator::freeze_key_groups). A group's sessions are in its own tables,
+  // which the writer's thread may read while the task changes other groups' tables; the timers
+  // of every group share one TimerService, which it may not: so the timers' bytes (the end of
+  // the segment), and whether the segment is empty, are taken now, the sessions later.
+  //
+  // Every path that changes a group's sessions or timers, and where it thaws the group first:
+  //   - a record for a key of the group (process): once its key's group is known, before any
+  //     lookup of its sessions;
+  //   - a timer of the group that fires (on_watermark, on_processing_time, finish: a session's
+  //     row, its purge after allowed_lateness, the timer it registers next): fire();
+  //   - a restore (GroupLoad::install) thaws the group it fills (none is frozen before the
+  //     first snapshot, but a restore never runs after one either);
+  //   - the next checkpoint: freeze_key_groups thaws the earlier freeze first; the change
+  //     bookkeeping (take_changed_key_groups) does not touch the maps;
+  //   - destruction: abandon, which waits for a group the writer is at.
+  // No rescale keeps a session operator's worker (no take_key_group_from). The maps' write
+  // check (KeyedMap::set_write_check) asserts in debug builds that no change reaches a group
+  // still frozen.
+  std::shared_ptr<state::FrozenKeyGroups> freeze_key_groups(const std::vector<std::uint32_t>& groups) override {
+    freezer_.thaw_all(); // the earlier freeze's groups are the task's again before timers are read
+    const state::KeyGroupRange range = timers_->key_group_range();
+    auto tails = std::make_shared<std::vector<std::optional<std::string>>>(range.size());
+    for (std::uint32_t g : groups) {
+      if (!range.contains(g) || group_is_empty(g)) continue;
+      std::string& tail = (*tails)[g - range.first].emplace();
+      state::StateWriter(tail).timers(*timers_, g);
     }
-    w.timers(*timers_, key_group);
+    return freezer_.freeze(range, groups, [this, tails, range](std::uint32_t g, std::string& out) {
+      const std::optional<std::string>& tail = (*tails)[g - range.first];
+      if (!tail) return; // empty at the barrier
+      write_sessions(g, out);
+      out.append(*tail);
+    });
   }
 
   Result<void> restore_key_group(std::uint32_t key_group, std::string_view data) override {
@@ -277,6 +299,7 @@ private:
                 SessionMap({group, group + 1}, self.timers_->max_parallelism())} {}
 
     Result<void> install() override {
+      self_.freezer_.thaw(group_);
       SessionMap* into[2] = {&*self_.event_sessions_, &*self_.processing_sessions_};
       for (SessionMap* map : into)
         if (map->group_size(group_) != 0) return self_.restore_failure(group_, "restored twice");
@@ -353,6 +376,33 @@ private:
   }
 
 
+  // Whether key group `g` holds no session and no timer (it then has no segment).
+  bool group_is_empty(std::uint32_t g) const {
+    bool any_timer = false;
+    timers_->for_each_in_group(g, [&](const state::TimerView&) { any_timer = true; });
+    return !any_timer && event_sessions_->group_size(g) == 0 && processing_sessions_->group_size(g) == 0;
+  }
+
+  // The segment of key group `g` but its timers: header and sessions (see snapshot_key_group).
+  // Reads the group's own tables only: safe on the writer's thread while the group is frozen.
+  void write_sessions(std::uint32_t key_group, std::string& out) const {
+    state::StateWriter w(out);
+    w.header('S');
+    w.zigzag(window_.gap);
+    for (const SessionMap* map : {&*event_sessions_, &*processing_sessions_}) {
+      w.varint(map->group_size(key_group));
+      map->for_each_in_group(key_group, [&](std::string_view key, const Sessions& sessions) {
+        w.bytes(key);
+        w.varint(sessions.list.size());
+        for (const Session& s : sessions.list) {
+          w.zigzag(s.start);
+          w.zigzag(s.end);
+          aggregates_.serialize(s.block.get(), out);
+        }
+      });
+    }
+  }
+
   // When a session needs a timer at the latest: its end until it has fired, then the end of
   // its lateness. (An event-time session whose end is at or below the watermark has fired; it
   // is held only while allowed_lateness > 0.)
@@ -378,7 +428,9 @@ private:
   // the advance that fired it (INT64_MIN for processing time, which has no lateness).
   void fire(SessionMap& map, bool event, std::int64_t before, std::string_view key,
             std::uint64_t hash, std::int64_t time, std::int64_t start, state::Batch& out) {
-    changed_.mark(state::key_group_of(hash, timers_->max_parallelism())); // its timer went, at least
+    const std::uint32_t group = state::key_group_of(hash, timers_->max_parallelism());
+    freezer_.thaw(group); // deferred snapshots: the group as the barrier left it is serialised first
+    changed_.mark(group); // its timer went, at least
     Sessions* sessions = map.find(key, hash);
     if (sessions == nullptr) return; // stale
     auto& list = sessions->list;
@@ -415,6 +467,9 @@ private:
   std::optional<SessionMap> processing_sessions_;
   std::optional<state::TimerService> timers_;
   state::ChangedGroups changed_; // since the last incremental checkpoint
+  // Deferred snapshots: the groups frozen at the last barrier (see freeze_key_groups). Last, so
+  // that it is destroyed first (it abandons what is still frozen).
+  state::KeyGroupFreezer freezer_;
 };
 
 } // namespace

@@ -13,7 +13,8 @@ seed_random checkpoint_deferred DEFERRED_SEED
 
 # `growing` (a window of one hour) holds a key per 4 records, so the state grows all along and
 # every full checkpoint defers all of it; `ticks` fires every 250 ms, right after many barriers,
-# touching frozen groups; `running` (a reduce with a ttl) sweeps its groups. Parallelism 2, so
+# touching frozen groups; `running` (a reduce with a ttl) sweeps its groups; `sessions` (session
+# windows, a burst of 300 records per key every 1.8 s) fire and merge after barriers. Parallelism 2, so
 # a reduce emits only what does not depend on the order its two inputs interleave in.
 pipeline() { # NAME OUT INCREMENTAL
   cat <<TOML
@@ -59,9 +60,15 @@ inputs = ["keyed"]
 key = ["slow_key"]
 ttl = "1h"
 aggregates = { updates = "count()" }
+[operators.sessions]
+type = "window"
+inputs = ["keyed"]
+key = ["slow_key"]
+window = { kind = "session", gap = "500ms" }
+aggregates = { n = "count()", s = "sum(seq)", top = "max(seq)" }
 [sinks.out]
 type = "file"
-inputs = ["growing", "ticks", "running"]
+inputs = ["growing", "ticks", "running", "sessions"]
 path = "$2"
 TOML
 }

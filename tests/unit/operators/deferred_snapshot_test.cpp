@@ -61,6 +61,14 @@ std::string copyable_window_toml() {
       "aggregates = { n = \"count()\", s = \"sum(v)\" }\n");
 }
 
+// Session windows: a session's aggregates behind a pointer, sessions merging as records come.
+std::string session_toml() {
+  return streamctl::testing::single_operator_pipeline(
+      "type = \"window\"\nkey = [\"k\"]\nwindow = { kind = \"session\", gap = \"300ms\" }\n"
+      "allowed_lateness = \"500ms\"\nlate_output = \"late\"\n"
+      "aggregates = { n = \"count()\", s = \"sum(v)\", l = \"last(v)\" }\n");
+}
+
 std::string reduce_toml() {
   return streamctl::testing::single_operator_pipeline(
       "type = \"reduce\"\nkey = [\"k\"]\nttl = \"1s\"\n"
@@ -157,6 +165,12 @@ TEST_CASE("a window's deferred key groups are the bytes of the barrier, whatever
   const std::uint64_t base = std::random_device{}();
   for (std::uint64_t k = 0; k < 4; ++k) check_deferred(window_toml(), base + k, k % 2 == 0);
   for (std::uint64_t k = 0; k < 4; ++k) check_deferred(copyable_window_toml(), base + 10 + k, k % 2 == 0);
+}
+
+TEST_CASE("session windows' deferred key groups are the bytes of the barrier, whatever the task does after it",
+          "[deferred][session]") {
+  const std::uint64_t base = std::random_device{}();
+  for (std::uint64_t k = 0; k < 4; ++k) check_deferred(session_toml(), base + k, k % 2 == 0);
 }
 
 TEST_CASE("a reduce's deferred key groups are the bytes of the barrier, whatever the task does after it",
