@@ -14,10 +14,12 @@
 #include "pipeline/spec/pipeline_spec.hpp"
 #include "state/changed_groups.hpp"
 #include "state/error.hpp"
+#include "state/frozen_key_groups.hpp"
 #include "state/key_codec.hpp"
 #include "state/key_group.hpp"
 #include "state/keyed_map.hpp"
 #include "state/owned_timers.hpp"
+#include "state/recycled_memory.hpp"
 #include "state/state_codec.hpp"
 #include "state/timer_service.hpp"
 
@@ -48,6 +50,7 @@ struct DedupConfig {
 class Dedup final : public Operator {
 public:
   Dedup(KeyFields key, DedupConfig config) : key_(std::move(key)), config_(config) {}
+  ~Dedup() override { freezer_.abandon(); } // no other thread reads a group from here on
 
   void open(OperatorContext& ctx) override {
     Operator::open(ctx);
@@ -58,6 +61,7 @@ public:
                      config_.false_positive_rate);
     } else {
       kept_.emplace(range, max_parallelism);
+      kept_->set_write_check(&freezer_);
       timers_.emplace(range, max_parallelism);
       changed_ = state::ChangedGroups(range);
     }
@@ -89,7 +93,11 @@ public:
         continue;
       }
       const std::uint64_t hash = state::hash_key_bytes(key_bytes_);
-      if (kept_) changed_.mark(state::key_group_of(hash, kept_->max_parallelism()));
+      if (kept_) {
+        const std::uint32_t group = state::key_group_of(hash, kept_->max_parallelism());
+        freezer_.thaw(group); // deferred snapshots: the group as the barrier left it is copied first
+        changed_.mark(group);
+      }
       bool keep = config_.bloom ? keep_bloom(hash, t) : keep_exact(hash, t, processing_time);
       if (keep) out.add_shared(record);
     }
@@ -166,19 +174,57 @@ public:
       });
       return;
     }
-    if (!kept_ || !kept_->key_group_range().contains(key_group)) return;
-    bool any_timer = false;
-    timers_->for_each_in_group(key_group, [&](const state::TimerView&) { any_timer = true; });
-    if (!any_timer && kept_->group_size(key_group) == 0) return;
-    state::StateWriter w(out);
-    w.header('D');
-    w.zigzag(config_.within_ms);
-    w.varint(kept_->group_size(key_group));
-    kept_->for_each_in_group(key_group, [&](std::string_view key, std::int64_t kept) {
-      w.bytes(key);
-      w.zigzag(kept);
-    });
-    w.timers(*timers_, key_group);
+    if (!kept_ || !kept_->key_group_range().contains(key_group) || exact_group_is_empty(key_group)) return;
+    write_kept(key_group, *kept_, out);
+    state::StateWriter(out).timers(*timers_, key_group);
+  }
+
+  // Deferred snapshots (Operator::freeze_key_groups), method = "exact" (a Bloom filter's
+  // generations turn over in every group at once: nothing deferred). A group's kept keys are
+  // in its own table, plain bytes, which the task copies (copy-on-first-write) before it
+  // changes the group, and which the writer's thread reads otherwise; the timers of every
+  // group share one TimerService, so their bytes (the end of the segment) are taken now.
+  //
+  // Every path that changes a group's keys or timers, and where it thaws the group first:
+  //   - a record for a key of the group (process): once its key's group is known;
+  //   - an expiry timer of the group that fires (on_watermark, on_processing_time): expire();
+  //   - a restore (GroupLoad::install) thaws the group it fills;
+  //   - the next checkpoint: freeze_key_groups thaws the earlier freeze first; the change
+  //     bookkeeping (take_changed_key_groups) does not touch the map;
+  //   - destruction: abandon, which waits for a group the writer is at.
+  // No rescale keeps a dedup worker (no take_key_group_from). The map's write check asserts in
+  // debug builds that no change reaches a group still frozen.
+  std::shared_ptr<state::FrozenKeyGroups> freeze_key_groups(const std::vector<std::uint32_t>& groups) override {
+    if (!kept_) return nullptr;
+    freezer_.thaw_all(); // the earlier freeze's groups are the task's again before timers are read
+    const state::KeyGroupRange range = kept_->key_group_range();
+    auto tails = std::make_shared<std::vector<std::optional<std::string>>>(range.size());
+    for (std::uint32_t g : groups) {
+      if (!range.contains(g) || exact_group_is_empty(g)) continue;
+      std::string& tail = (*tails)[g - range.first].emplace();
+      state::StateWriter(tail).timers(*timers_, g);
+    }
+    auto serialise = [this, tails, range](std::uint32_t g, std::string& out) {
+      const std::optional<std::string>& tail = (*tails)[g - range.first];
+      if (!tail) return; // empty at the barrier
+      write_kept(g, *kept_, out);
+      out.append(*tail);
+    };
+    auto copy = [this, tails, range](std::uint32_t g) -> state::FrozenKeyGroups::GroupCopy {
+      const std::optional<std::string>& tail = (*tails)[g - range.first];
+      if (!tail) return {[](std::string&) {}, 0}; // empty at the barrier
+      if (!copy_memory_)
+        copy_memory_ = std::make_shared<state::RecycledMemory>(state::FrozenKeyGroups::default_copy_budget);
+      auto copied = std::make_shared<CopiedGroup>(g, kept_->max_parallelism(), copy_memory_);
+      kept_->copy_group_into(g, copied->kept);
+      const std::size_t bytes = copied->kept.memory_bytes();
+      return {[this, g, tails, range, copied](std::string& out) {
+                write_kept(g, copied->kept, out);
+                out.append(*(*tails)[g - range.first]);
+              },
+              bytes};
+    };
+    return freezer_.freeze(range, groups, std::move(serialise), std::move(copy));
   }
 
   Result<void> restore_key_group(std::uint32_t key_group, std::string_view data) override {
@@ -269,6 +315,7 @@ private:
         : self_(self), group_(group), kept_({group, group + 1}, self.kept_->max_parallelism()) {}
 
     Result<void> install() override {
+      self_.freezer_.thaw(group_);
       if (self_.kept_->group_size(group_) != 0) return self_.restore_failure(group_, "restored twice");
       if (kept_.size() != 0) self_.kept_->adopt_group(group_, kept_);
       timers_.register_all(*self_.timers_);
@@ -353,9 +400,39 @@ private:
     return true;
   }
 
+  // Whether key group `g` holds no kept key and no timer (exact; it then has no segment).
+  bool exact_group_is_empty(std::uint32_t g) const {
+    bool any_timer = false;
+    timers_->for_each_in_group(g, [&](const state::TimerView&) { any_timer = true; });
+    return !any_timer && kept_->group_size(g) == 0;
+  }
+
+  // The exact segment of key group `g` but its timers, from `map` (the operator's, or a
+  // deferred snapshot's copy of the group).
+  void write_kept(std::uint32_t key_group, const Kept& map, std::string& out) const {
+    state::StateWriter w(out);
+    w.header('D');
+    w.zigzag(config_.within_ms);
+    w.varint(map.group_size(key_group));
+    map.for_each_in_group(key_group, [&](std::string_view key, std::int64_t kept) {
+      w.bytes(key);
+      w.zigzag(kept);
+    });
+  }
+
+  // One group's kept keys, copied for a deferred snapshot, in memory the next copies reuse.
+  struct CopiedGroup {
+    CopiedGroup(std::uint32_t g, std::uint32_t max_parallelism, std::shared_ptr<state::RecycledMemory> m)
+        : memory(std::move(m)), kept({g, g + 1}, max_parallelism, memory.get()) {}
+    std::shared_ptr<state::RecycledMemory> memory; // first: outlives the table
+    Kept kept;
+  };
+
   // A timer at kept + within fired: forget the key unless its reference has moved on since.
   void expire(std::string_view key, std::uint64_t hash, std::int64_t timestamp) {
-    changed_.mark(state::key_group_of(hash, kept_->max_parallelism())); // its timer went, at least
+    const std::uint32_t group = state::key_group_of(hash, kept_->max_parallelism());
+    freezer_.thaw(group); // deferred snapshots: the group as the barrier left it is copied first
+    changed_.mark(group); // its timer went, at least
     const std::int64_t* kept = kept_->find(key, hash);
     if (kept != nullptr && saturating_add(*kept, config_.within_ms) <= timestamp) kept_->erase(key, hash);
   }
@@ -375,6 +452,11 @@ private:
   // bloom: the filters of each key group.
   std::optional<KeyedBloomGenerations> bloom_;
   std::string key_bytes_; // scratch
+  // exact, deferred snapshots: where copies of groups are made (shared with copies in flight).
+  std::shared_ptr<state::RecycledMemory> copy_memory_;
+  // Deferred snapshots: the groups frozen at the last barrier (see freeze_key_groups). Last, so
+  // that it is destroyed first (it abandons what is still frozen).
+  state::KeyGroupFreezer freezer_;
 };
 
 std::string number_text(double v) {

@@ -69,6 +69,11 @@ std::string session_toml() {
       "aggregates = { n = \"count()\", s = \"sum(v)\", l = \"last(v)\" }\n");
 }
 
+// Exact dedup: plain int64 values, copied on first write; its keys expire on timers.
+std::string dedup_toml() {
+  return streamctl::testing::single_operator_pipeline("type = \"dedup\"\nkey = [\"k\"]\nwithin = \"1500ms\"\n");
+}
+
 std::string reduce_toml() {
   return streamctl::testing::single_operator_pipeline(
       "type = \"reduce\"\nkey = [\"k\"]\nttl = \"1s\"\n"
@@ -171,6 +176,12 @@ TEST_CASE("session windows' deferred key groups are the bytes of the barrier, wh
           "[deferred][session]") {
   const std::uint64_t base = std::random_device{}();
   for (std::uint64_t k = 0; k < 4; ++k) check_deferred(session_toml(), base + k, k % 2 == 0);
+}
+
+TEST_CASE("an exact dedup's deferred key groups are the bytes of the barrier, whatever the task does after it",
+          "[deferred][dedup]") {
+  const std::uint64_t base = std::random_device{}();
+  for (std::uint64_t k = 0; k < 4; ++k) check_deferred(dedup_toml(), base + k, k % 2 == 0);
 }
 
 TEST_CASE("a reduce's deferred key groups are the bytes of the barrier, whatever the task does after it",
