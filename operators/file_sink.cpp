@@ -221,12 +221,19 @@ public:
     fd_ = -1;
   }
 
-  void cancel() override {
+  void cancel(std::uint64_t completed) override {
     abort();
-    // No checkpoint they were prepared for completes now (Sink::cancel): nothing will publish
-    // them, and a restore of an earlier checkpoint writes their records again.
-    for (const auto& p : prepared_) ::unlink((dir_ / ("." + p.name)).c_str());
-    if (!prepared_.empty()) sync_dir();
+    // No checkpoint after `completed` completes now (Sink::cancel): nothing will publish their
+    // files, and a restore of an earlier checkpoint writes their records again. Files of
+    // `completed` and before stay: a final checkpoint's are published at RELEASE, which a
+    // failure may have pre-empted, and a restore from it publishes them.
+    bool dropped = false;
+    for (const auto& p : prepared_)
+      if (p.checkpoint > completed) {
+        ::unlink((dir_ / ("." + p.name)).c_str());
+        dropped = true;
+      }
+    if (dropped) sync_dir();
     prepared_.clear();
   }
 

@@ -273,10 +273,14 @@ public:
   // The job failed or this task is halted: discard the output in progress. Output prepared
   // for a checkpoint stays, since that checkpoint may have completed (a restore publishes it).
   virtual void abort() {}
-  // The job was cancelled: the coordinator sends the COMMIT of every checkpoint that completed
-  // before CANCEL, on the same ordered channel, and none completes after it, so everything not
-  // committed by now will never be: discard it all, prepared or in progress.
-  virtual void cancel() { abort(); }
+  // The job was cancelled or restarts: the coordinator sends the COMMIT of every checkpoint that
+  // completed before CANCEL, on the same ordered channel, and none completes after it, but for
+  // a final checkpoint, whose output is published at RELEASE: a failure between its completion
+  // and RELEASE cancels a job whose output for it is prepared, and which a restore (or
+  // `restart`) from it publishes. So discard what is in progress and what was prepared for
+  // checkpoints after `completed` (the newest the coordinator completed; 0: none), and keep
+  // what was prepared for it and before.
+  virtual void cancel(std::uint64_t /*completed*/) { abort(); }
 
   // --- Exactly-once output by two-phase commit (SPEC §6, §7). Called between writes. ---
   //

@@ -381,7 +381,10 @@ private:
     last_sweep_ = now;
     const state::KeyGroupRange range = rows_->key_group_range();
     for (std::uint32_t group = range.first; group < range.end; ++group) {
-      freezer_.thaw(group); // deferred snapshots: serialised as the barrier left it first
+      // Deferred snapshots: a frozen group is serialised as the barrier left it before a row of
+      // it goes; one with nothing to expire is left frozen (reading it is safe beside the writer).
+      if (freezer_.unsettled(group) && !has_expired_row(group, now)) continue;
+      freezer_.thaw(group);
       if (rows_->erase_if_in_group(group, [&](std::string_view key, Row& row) {
             if (now - row.last_seen() < ttl_ms_) return false;
             // An erased row takes its mark along: recorded whether marked or not.
@@ -390,6 +393,14 @@ private:
           }) > 0)
         changed_.mark(group);
     }
+  }
+
+  bool has_expired_row(std::uint32_t group, std::int64_t now) const {
+    bool expired = false;
+    rows_->for_each_in_group(group, [&](std::string_view, const Row& row) {
+      expired = expired || now - row.last_seen() >= ttl_ms_;
+    });
+    return expired;
   }
 
   KeyFields key_;

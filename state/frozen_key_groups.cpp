@@ -36,16 +36,25 @@ FrozenKeyGroups::State FrozenKeyGroups::settle(std::size_t index, By by) {
   std::atomic<std::uint8_t>& state = states_[index];
   std::uint8_t expected = pending;
   if (state.compare_exchange_strong(expected, claimed, std::memory_order_acq_rel, std::memory_order_acquire)) {
-    // Only the task copies: a copy spares the task the serialising, not the writer.
-    if (by == By::task && copy_ && copies_held_.load(std::memory_order_relaxed) < copy_budget_) {
-      copies_[index] = copy_(groups_[index]);
-      copies_held_.fetch_add(copies_[index].bytes, std::memory_order_relaxed);
-      stalls_.groups_copied += 1;
-      stalls_.copied_bytes += copies_[index].bytes;
-      finish(index, copied);
-      return copied;
+    try {
+      // Only the task copies: a copy spares the task the serialising, not the writer.
+      if (by == By::task && copy_ && copies_held_.load(std::memory_order_relaxed) < copy_budget_) {
+        copies_[index] = copy_(groups_[index]);
+        copies_held_.fetch_add(copies_[index].bytes, std::memory_order_relaxed);
+        stalls_.groups_copied += 1;
+        stalls_.copied_bytes += copies_[index].bytes;
+        finish(index, copied);
+        return copied;
+      }
+      serialise_(groups_[index], bytes_[index]);
+    } catch (...) {
+      // Out of memory, say: the group is given up (the checkpoint fails without it) rather than
+      // left claimed, which every later thaw, take and abandon would wait on for ever.
+      copies_[index] = {};
+      bytes_[index] = {};
+      finish(index, abandoned);
+      throw;
     }
-    serialise_(groups_[index], bytes_[index]);
     if (by == By::task) ++stalls_.groups_by_task;
     finish(index, done);
     return done;
@@ -84,42 +93,56 @@ void FrozenKeyGroups::thaw_all() {
 }
 
 std::optional<std::string> FrozenKeyGroups::take(std::size_t index) {
+  std::atomic<std::uint8_t>& state = states_[index];
   State s = settle(index, By::writer);
   if (s == copied) {
     std::uint8_t expected = copied;
-    if (!states_[index].compare_exchange_strong(expected, writing_copy, std::memory_order_acq_rel,
-                                                std::memory_order_acquire))
+    if (!state.compare_exchange_strong(expected, writing_copy, std::memory_order_acq_rel, std::memory_order_acquire))
       return std::nullopt; // abandoned meanwhile
     GroupCopy copy = std::exchange(copies_[index], {});
-    copy.serialise(bytes_[index]);
+    try {
+      copy.serialise(bytes_[index]);
+    } catch (...) { // given up, not left writing_copy (see settle)
+      copies_held_.fetch_sub(copy.bytes, std::memory_order_relaxed);
+      bytes_[index] = {};
+      state.store(abandoned, std::memory_order_release);
+      state.notify_all();
+      throw;
+    }
     copies_held_.fetch_sub(copy.bytes, std::memory_order_relaxed);
     copy = {}; // freed before the next group is written
-    states_[index].store(done, std::memory_order_release);
-    states_[index].notify_all();
+    state.store(done, std::memory_order_release);
+    state.notify_all();
     s = done;
   }
   if (s != done) return std::nullopt;
+  // Taken: `abandoned` from here on, so that an abandon() does not also free the bytes.
+  std::uint8_t expected = done;
+  if (!state.compare_exchange_strong(expected, abandoned, std::memory_order_acq_rel, std::memory_order_acquire))
+    return std::nullopt; // abandoned meanwhile (and its bytes freed)
   return std::exchange(bytes_[index], {});
 }
 
 void FrozenKeyGroups::abandon() {
   for (std::size_t i = 0; i < groups_.size(); ++i) {
     std::atomic<std::uint8_t>& state = states_[i];
-    for (std::uint8_t s = state.load(std::memory_order_acquire); s != done && s != abandoned;) {
+    for (std::uint8_t s = state.load(std::memory_order_acquire); s != abandoned;) {
       if (s == claimed || s == writing_copy) { // a thread is at it: its result is published next
         state.wait(s, std::memory_order_acquire);
         s = state.load(std::memory_order_acquire);
         continue;
       }
-      const std::uint8_t was = s; // pending or copied
+      const std::uint8_t was = s; // pending, copied, or done and not taken
       if (!state.compare_exchange_strong(s, abandoned, std::memory_order_acq_rel, std::memory_order_acquire))
-        continue; // claimed meanwhile: s holds what it is now
+        continue; // claimed or taken meanwhile: s holds what it is now
       state.notify_all();
       if (was == pending) {
         unsettled_.fetch_sub(1, std::memory_order_acq_rel);
-      } else {
+      } else if (was == copied) {
         copies_held_.fetch_sub(copies_[i].bytes, std::memory_order_relaxed);
         copies_[i] = {};
+      } else {
+        std::string().swap(bytes_[i]); // serialised by the task, never to be written
       }
       break;
     }
@@ -130,9 +153,18 @@ std::shared_ptr<FrozenKeyGroups> KeyGroupFreezer::freeze(KeyGroupRange range, st
                                                          FrozenKeyGroups::Serialise serialise,
                                                          FrozenKeyGroups::Copy copy, std::size_t copy_budget) {
   thaw_all();
+  std::erase_if(earlier_, [](const std::weak_ptr<FrozenKeyGroups>& f) { return f.expired(); });
+  if (frozen_) earlier_.push_back(frozen_);
   frozen_ = std::make_shared<FrozenKeyGroups>(range, std::move(groups), std::move(serialise), std::move(copy),
                                               copy_budget);
   return frozen_;
+}
+
+void KeyGroupFreezer::abandon() {
+  if (frozen_) frozen_->abandon();
+  for (const auto& earlier : earlier_)
+    if (auto f = earlier.lock()) f->abandon();
+  earlier_.clear();
 }
 
 void KeyGroupFreezer::check_write(std::uint32_t key_group) const {

@@ -20,7 +20,10 @@
 //   pending --claim (CAS, either thread)--> claimed --serialised--> done
 //   pending --copy (the task: CAS to claimed, copy, publish)--> copied
 //   copied --claim (CAS, the writer)--> writing_copy --serialised--> done
-//   pending or copied --abandon (either thread)--> abandoned  (the checkpoint will not be written)
+//   done --taken (CAS, the writer)--> abandoned  (the bytes are the writer's now)
+//   pending, copied or done --abandon (either thread)--> abandoned  (the checkpoint will not be
+//                                                       written; copies and bytes are freed)
+//   claimed or writing_copy --the serialising or copying threw--> abandoned  (then rethrown)
 //
 // The thread that wins the claim serialises the group into its slot (or copies it) and then
 // publishes `done` or `copied` (release); the writer takes the slot's bytes or copy after it
@@ -147,6 +150,9 @@ private:
 // What an operator holds: its latest FrozenKeyGroups (shared with the snapshot writer), behind
 // thaw()s that cost a null test when there is none. Task thread only, but for the write check
 // (KeyedMap::set_write_check), which runs on the thread that writes.
+//
+// It abandons, at its end, every set it froze that is not settled yet (the latest, and earlier
+// ones whose copies the writer may still serialise), since those may read the operator.
 class KeyGroupFreezer final : public KeyGroupWriteCheck {
 public:
   KeyGroupFreezer() = default;
@@ -166,15 +172,16 @@ public:
   void thaw_all() {
     if (frozen_) frozen_->thaw_all();
   }
-  void abandon() {
-    if (frozen_) frozen_->abandon();
-  }
+  // Whether `key_group` is frozen and not yet serialised or copied: a thaw() would stall.
+  bool unsettled(std::uint32_t key_group) const { return frozen_ && frozen_->unsettled(key_group); }
+  void abandon();
   // Aborts when `key_group` is frozen and not yet serialised: give it to the operator's maps
   // (KeyedMap::set_write_check), which ask in debug builds.
   void check_write(std::uint32_t key_group) const override;
 
 private:
   std::shared_ptr<FrozenKeyGroups> frozen_;
+  std::vector<std::weak_ptr<FrozenKeyGroups>> earlier_; // superseded sets, while someone holds them
 };
 
 } // namespace streamctl::state

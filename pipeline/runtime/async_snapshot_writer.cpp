@@ -31,23 +31,33 @@ void AsyncSnapshotWriter::enqueue(Queued next) {
   std::vector<Queued> dropped; // destroyed after the lock: a forked one kills and reaps its child
   {
     std::lock_guard lock(mutex_);
-    while (!queue_.empty() && queue_.front().job.checkpoint_id < next.job.checkpoint_id) {
-      Queued& old = queue_.front();
-      SnapshotWritten given_up;
-      given_up.checkpoint_id = old.job.checkpoint_id;
-      given_up.file_name = old.job.path.filename().string();
-      given_up.error = "dropped before it was written: checkpoint " + std::to_string(next.job.checkpoint_id) +
-                       " began, so this one had already been given up";
-      completed_.push_back(std::move(given_up));
-      has_completed_.store(true, std::memory_order_release);
-      if (old.child) forks_in_flight_.fetch_sub(1, std::memory_order_acq_rel);
-      abandon_frozen(old.job);
-      dropped.push_back(std::move(old));
-      queue_.pop_front();
-    }
+    drop_older_locked(next.job.checkpoint_id, dropped);
     queue_.push_back(std::move(next));
   }
   wake_.notify_one();
+}
+
+void AsyncSnapshotWriter::drop_queued_before(std::uint64_t checkpoint_id) {
+  std::vector<Queued> dropped; // destroyed after the lock (see enqueue)
+  std::lock_guard lock(mutex_);
+  drop_older_locked(checkpoint_id, dropped);
+}
+
+void AsyncSnapshotWriter::drop_older_locked(std::uint64_t checkpoint_id, std::vector<Queued>& dropped) {
+  while (!queue_.empty() && queue_.front().job.checkpoint_id < checkpoint_id) {
+    Queued& old = queue_.front();
+    SnapshotWritten given_up;
+    given_up.checkpoint_id = old.job.checkpoint_id;
+    given_up.file_name = old.job.path.filename().string();
+    given_up.error = "dropped before it was written: checkpoint " + std::to_string(checkpoint_id) +
+                     " began, so this one had already been given up";
+    completed_.push_back(std::move(given_up));
+    has_completed_.store(true, std::memory_order_release);
+    if (old.child) forks_in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+    abandon_frozen(old.job);
+    dropped.push_back(std::move(old));
+    queue_.pop_front();
+  }
 }
 
 std::vector<SnapshotWritten> AsyncSnapshotWriter::take_completed() {
@@ -68,7 +78,14 @@ void AsyncSnapshotWriter::run() {
       queue_.pop_front();
     }
     SnapshotJob& job = next->job;
-    SnapshotWritten written = next->child ? next->child->wait() : write(job, &stop_writing_);
+    SnapshotWritten written;
+    try {
+      written = next->child ? next->child->wait() : write(job, &stop_writing_);
+    } catch (const std::exception& e) { // out of memory serialising a frozen group, say
+      written.checkpoint_id = job.checkpoint_id;
+      written.file_name = job.path.filename().string();
+      written.error = std::string("cannot write the snapshot: ") + e.what();
+    }
     if (uploader_) upload(job, written);
     std::lock_guard lock(mutex_);
     if (next->child) forks_in_flight_.fetch_sub(1, std::memory_order_acq_rel);

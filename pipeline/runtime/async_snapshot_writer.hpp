@@ -74,6 +74,11 @@ public:
   // waits for it in turn (and uploads the file when it must), instead of writing
   // job.segments.
   void submit(SnapshotJob job, ForkedSnapshot child);
+  // Drops the jobs still queued for checkpoints before `checkpoint_id` (given up once a later
+  // checkpoint begins; submit does the same), abandoning their frozen groups. Called at a
+  // barrier before the task completes the last deferred snapshot, so that it does not
+  // serialise groups of a snapshot about to be dropped.
+  void drop_queued_before(std::uint64_t checkpoint_id);
   // Forked snapshots submitted and not yet written: a task forks again only at zero, so that
   // at most one copy-on-write image of its state exists at a time.
   int forks_in_flight() const { return forks_in_flight_.load(std::memory_order_acquire); }
@@ -98,6 +103,9 @@ private:
   };
 
   void enqueue(Queued next);
+  // Under mutex_: moves the queued jobs before `checkpoint_id` to `dropped`, reporting each as
+  // given up.
+  void drop_older_locked(std::uint64_t checkpoint_id, std::vector<Queued>& dropped);
   void run();
   void upload(const SnapshotJob& job, SnapshotWritten& written);
 

@@ -205,6 +205,7 @@ void CheckpointCoordinator::complete() {
     log_.debug("checkpoint {} complete: {} bytes in {} ms", p.id, bytes, ms);
   latest_completed_ = r.dir;
   ++completed_count_;
+  workers_.note_completed(p.id); // a CANCEL from now on keeps its prepared output (Sink::cancel)
   for (std::size_t k = 0; k < p.figures.size() && k < workers_.size(); ++k) workers_[k].last_checkpoint = p.figures[k];
   listener_.checkpoint_completed(r.dir);
   // After a final checkpoint the sinks publish at RELEASE, once the coordinator has recorded

@@ -172,8 +172,8 @@ void TaskChain::abort() {
   if (sink_) sink_->abort();
 }
 
-void TaskChain::cancel() {
-  if (sink_) sink_->cancel();
+void TaskChain::cancel(std::uint64_t completed) {
+  if (sink_) sink_->cancel(completed);
 }
 
 std::vector<std::string> TaskChain::node_names() const {

@@ -93,8 +93,9 @@ public:
   // what they hold, in chain order; then the sink commits.
   void finish(const Emit& emit);
   void abort();
-  // The job was cancelled: discard every output not committed (Sink::cancel).
-  void cancel();
+  // The job was cancelled or restarts: discard every output not committed but what was
+  // prepared for checkpoint `completed` (the coordinator's newest) and before (Sink::cancel).
+  void cancel(std::uint64_t completed);
 
   // --- Checkpoints (SPEC §7) ---
   // The key groups this subtask owns.

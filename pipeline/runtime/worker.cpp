@@ -47,7 +47,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct Cancelled {};
+// CANCEL: `completed` is the newest checkpoint the coordinator completed (0: none).
+struct Cancelled {
+  std::uint64_t completed = 0;
+};
 // The coordinator ends the task after a savepoint that stops the job: nothing more is
 // published, open windows stay in the savepoint. `park`: a rescale keeps this worker
 // (kept_chain.hpp).
@@ -128,8 +131,8 @@ public:
       if (halted.park) return park();
       log_.debug("task {} halted after a savepoint", options_.task);
       return 0;
-    } catch (const Cancelled&) {
-      if (chain_) chain_->cancel();
+    } catch (const Cancelled& cancelled) {
+      if (chain_) chain_->cancel(cancelled.completed);
       log_.debug("task {} cancelled", options_.task);
       return 2;
     } catch (const Error& e) {
@@ -519,7 +522,10 @@ private:
     job.header.chain_nodes = chain_->node_names();
     // Deferred snapshots: groups the last checkpoint froze and neither the writer nor a change
     // has serialised yet are the task's to serialise now, before this checkpoint's bookkeeping
-    // (plan) changes their change marks.
+    // (plan) changes their change marks. Snapshots still queued for earlier checkpoints are
+    // dropped first (their checkpoints were given up): their groups are abandoned, not
+    // serialised here for nothing.
+    if (snapshot_writer_) snapshot_writer_->drop_queued_before(barrier.checkpoint_id);
     const std::size_t late_groups = chain_->complete_deferred();
     auto plan = incremental_snapshots().plan(barrier.checkpoint_id, barrier.directory, savepoint, chain_->operators());
     if (!snapshot_writer_) snapshot_writer_ = std::make_unique<AsyncSnapshotWriter>(uploader_.get());
@@ -870,7 +876,8 @@ private:
   }
 
   void handle_control(const transport::ControlMessage& message) {
-    if (message.type == "CANCEL") throw Cancelled{};
+    if (message.type == "CANCEL")
+      throw Cancelled{static_cast<std::uint64_t>(std::max<std::int64_t>(0, message.get_int("completed", 0)))};
     if (message.type == "HALT") throw Halted{message.get("park") == "1"};
     if (message.type == "STOP") stop_requested_ = true;
     if (message.type == "TAP" && tap_) tap_->open(message, Clock::now());

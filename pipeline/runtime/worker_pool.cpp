@@ -158,6 +158,7 @@ void WorkerPool::end_all(const char* message, std::chrono::milliseconds grace,
     t.parked = std::find(park.begin(), park.end(), t.task->id) != park.end();
     transport::ControlMessage m{message, {}};
     if (t.parked) m.set("park", "1");
+    if (std::string_view(message) == "CANCEL") m.set("completed", std::to_string(completed_));
     send(t, m);
   }
   auto deadline = Clock::now() + grace;

@@ -6,7 +6,9 @@
 //
 // Not thread-safe: used by the coordinator's thread only.
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <deque>
 #include <cstddef>
 #include <filesystem>
@@ -126,8 +128,13 @@ public:
   void send_all(const transport::ControlMessage& message);
   void send_sources(const transport::ControlMessage& message);
 
-  // CANCEL, a grace period to abort sinks, then SIGKILL: every worker is reaped after.
+  // CANCEL, a grace period to abort sinks, then SIGKILL: every worker is reaped after. CANCEL
+  // names the newest completed checkpoint (note_completed), whose prepared output the sinks
+  // keep (Sink::cancel).
   void cancel_all();
+  // Checkpoint (or savepoint) `id` completed: from now on a CANCEL keeps its prepared output.
+  // Before its COMMIT or RELEASE goes out.
+  void note_completed(std::uint64_t id) { completed_ = std::max(completed_, id); }
   // HALT (end without publishing more), a grace period, then SIGKILL. The tasks in `park`
   // (a rescale keeps their workers) are told HALT park=1 instead, and not waited for.
   void halt_all(const std::vector<int>& park = {});
@@ -157,6 +164,8 @@ public:
 private:
   void end_all(const char* message, std::chrono::milliseconds grace,
                std::chrono::milliseconds poll, const std::vector<int>& park = {});
+
+  std::uint64_t completed_ = 0; // the newest completed checkpoint (note_completed)
 
   Launcher& launcher_;
   ControlChannel& control_;

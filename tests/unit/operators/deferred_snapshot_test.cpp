@@ -223,6 +223,29 @@ TEST_CASE("a frozen group the task changes first is serialised or copied by the 
   for (std::size_t i = 0; i < next->size(); ++i) CHECK(*next->take(i) == now.at(next->group(i)));
 }
 
+// Review finding (2026-12-05): the ttl sweep thawed every group, so the first sweep after a
+// barrier had the task serialise every frozen group, expired rows or not.
+TEST_CASE("a reduce's ttl sweep thaws only the frozen groups it expires rows of", "[deferred][reduce]") {
+  Harness h(reduce_toml()); // ttl 1 s: a sweep every 501 ms
+  Run run(h);
+  std::mt19937_64 rng(3);
+  run.records(records(rng, 2'000, 0, 300), 0, 500);
+  const auto at_barrier = run.snapshot();
+  auto frozen = run.op().freeze_key_groups(all_groups());
+  REQUIRE(frozen);
+  run.set_clock(run.clock() + 600); // a sweep, and no row has lived its ttl yet
+  run.records({R"({"ts": 1, "k": "key-1", "v": 1})"});
+  CHECK(frozen->stalls().groups_by_task == 1); // the record's group only
+  run.set_clock(run.clock() + 2'000); // every row expires: the sweep serialises each group first
+  run.records({R"({"ts": 2, "k": "key-2", "v": 2})"});
+  CHECK(frozen->stalls().groups_by_task > 1);
+  for (std::size_t i = 0; i < frozen->size(); ++i) {
+    auto bytes = frozen->take(i);
+    REQUIRE(bytes);
+    CHECK(*bytes == at_barrier.at(frozen->group(i)));
+  }
+}
+
 TEST_CASE("abandoned frozen groups are never serialised, and the task changes them freely",
           "[deferred][reduce]") {
   Harness h(reduce_toml());

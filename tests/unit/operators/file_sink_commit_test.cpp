@@ -195,6 +195,42 @@ TEST_CASE("abort keeps files prepared for a checkpoint and drops the part in pro
   CHECK(listing(dir.path) == std::vector<std::string>{"part-0-0.json"});
 }
 
+// e2e final_publish_kill failed in CI (2026-12-05): a worker died after the final checkpoint
+// completed and before RELEASE; the restart's CANCEL made the sinks delete the files prepared
+// for it, and the restore from it failed with "the snapshot's output ... is in neither ...".
+TEST_CASE("cancel keeps the files prepared for the newest completed checkpoint, drops later ones", "[rewind]") {
+  TempDir dir;
+  Harness h(sink_pipeline(dir.path));
+  std::string s1, s2;
+  {
+    auto sink = open_sink(h);
+    write(h, *sink, {R"({"a":1})"});
+    sink->pre_commit(1, s1);
+    write(h, *sink, {R"({"a":2})"});
+    sink->pre_commit(2, s2);
+    write(h, *sink, {R"({"a":3})"}); // in progress
+    sink->cancel(1);                 // checkpoint 1 completed; 2 never will
+    CHECK(listing(dir.path) == std::vector<std::string>{".part-0-0.json"});
+  }
+  auto sink = open_sink(h);
+  std::vector<std::string> states{s1};
+  REQUIRE(restore(*sink, states).ok());
+  CHECK(listing(dir.path) == std::vector<std::string>{"part-0-0.json"});
+  CHECK(visible_lines(dir.path) == std::vector<std::string>{R"({"a":1})"});
+}
+
+TEST_CASE("cancel with no checkpoint completed drops every file it prepared", "[rewind]") {
+  TempDir dir;
+  Harness h(sink_pipeline(dir.path));
+  std::string s1;
+  auto sink = open_sink(h);
+  write(h, *sink, {R"({"a":1})"});
+  sink->pre_commit(1, s1);
+  write(h, *sink, {R"({"a":2})"});
+  sink->cancel(0);
+  CHECK(listing(dir.path).empty());
+}
+
 TEST_CASE("a restore at another parallelism publishes every old subtask's files once", "[rewind]") {
   for (int new_parallelism : {1, 2, 3, 5}) {
     TempDir dir;

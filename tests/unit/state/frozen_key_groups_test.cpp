@@ -6,7 +6,10 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <memory>
+#include <new>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -207,4 +210,81 @@ TEST_CASE("copy_group_into copies a group's entries, long keys and marks, indepe
   st::KeyedMap<std::int64_t> empty_copy({9, 10}, kMaxParallelism);
   st::KeyedMap<std::int64_t>(range, kMaxParallelism).copy_group_into(9, empty_copy);
   CHECK(empty_copy.size() == 0);
+}
+
+// Review finding (2026-12-05): an exception while a group was claimed left it claimed, and
+// every later take, thaw and abandon waited on it for ever (a worker that never exited).
+TEST_CASE("a serialise or copy that throws gives the group up instead of leaving it claimed",
+          "[deferred][frozen]") {
+  SECTION("the writer's serialise throws") {
+    st::FrozenKeyGroups frozen({0, 4}, {0, 1}, [](std::uint32_t g, std::string& out) {
+      if (g == 0) throw std::bad_alloc();
+      out = "group " + std::to_string(g);
+    });
+    CHECK_THROWS_AS(frozen.take(0), std::bad_alloc);
+    CHECK(!frozen.unsettled(0));
+    frozen.thaw(0); // returns at once
+    CHECK(frozen.take(0) == std::nullopt);
+    frozen.abandon(); // returns: nothing claimed
+    CHECK(frozen.settled());
+  }
+  SECTION("the task's copy throws, then the copy's serialise on the writer") {
+    st::FrozenKeyGroups frozen(
+        {0, 4}, {0, 1, 2}, [](std::uint32_t g, std::string& out) { out = "live " + std::to_string(g); },
+        [](std::uint32_t g) -> st::FrozenKeyGroups::GroupCopy {
+          if (g == 0) throw std::bad_alloc();
+          return {[g](std::string& out) {
+                    if (g == 1) throw std::runtime_error("out of memory");
+                    out = "copy " + std::to_string(g);
+                  },
+                  8};
+        });
+    CHECK_THROWS_AS(frozen.thaw(0), std::bad_alloc);
+    frozen.thaw(1);
+    frozen.thaw(2);
+    CHECK(frozen.settled());
+    CHECK(frozen.take(0) == std::nullopt);
+    CHECK_THROWS_AS(frozen.take(1), std::runtime_error);
+    CHECK(frozen.take(1) == std::nullopt);
+    CHECK(frozen.take(2) == "copy 2");
+    frozen.abandon();
+  }
+}
+
+// Review finding (2026-12-05): an abandon kept the bytes the task had serialised for a
+// checkpoint that was never written, until the next barrier (up to the whole state).
+TEST_CASE("abandon frees what the task serialised and the writer never took; a taken group stays taken",
+          "[deferred][frozen]") {
+  st::FrozenKeyGroups frozen({0, 4}, {0, 1}, [](std::uint32_t g, std::string& out) {
+    out.assign(1000, static_cast<char>('a' + g));
+  });
+  frozen.thaw(0);
+  frozen.thaw(1);
+  CHECK(frozen.take(0) == std::string(1000, 'a'));
+  frozen.abandon();
+  CHECK(frozen.take(1) == std::nullopt); // freed, not written
+  CHECK(frozen.take(0) == std::nullopt); // taken once
+}
+
+// Review finding (2026-12-05): the freezer abandoned only its latest set at the operator's end,
+// while the writer could still serialise an earlier set's copies, which read the operator.
+TEST_CASE("a freezer at its end abandons earlier sets the writer still holds, not only its latest",
+          "[deferred][frozen]") {
+  int copies_alive = 0;
+  auto copy = [&](std::uint32_t g) {
+    auto alive = std::shared_ptr<int>(&++copies_alive, [&](int*) { --copies_alive; });
+    return st::FrozenKeyGroups::GroupCopy{[alive, g](std::string& out) { out = std::to_string(g); }, 1};
+  };
+  auto serialise = [](std::uint32_t g, std::string& out) { out = std::to_string(g); };
+  std::shared_ptr<st::FrozenKeyGroups> first;
+  {
+    st::KeyGroupFreezer freezer;
+    first = freezer.freeze({0, 4}, {0, 1}, serialise, copy); // the writer holds it
+    freezer.thaw(0);                                         // copied
+    auto second = freezer.freeze({0, 4}, {2}, serialise, copy); // copies group 1 first (thaw_all)
+    CHECK(copies_alive == 2);
+  } // the operator's end
+  CHECK(copies_alive == 0);
+  CHECK(first->take(0) == std::nullopt);
+  CHECK(first->take(1) == std::nullopt);
 }
