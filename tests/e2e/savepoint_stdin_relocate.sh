@@ -38,6 +38,14 @@ PY
 feed | "$STREAMCTL" -vv run "$WORK/job.toml" >"$WORK/first.out" 2>"$WORK/first.log" &
 pid=$!
 wait_for_text "$WORK/first.log" "checkpoint 1 complete"
+# And some input read: on a loaded machine (CI, 2026-12-05) the feeder's python had not started
+# writing by the first checkpoint, and the stop came before any byte was spooled.
+shopt -s nullglob
+for _ in $(seq 600); do
+  spooled=("$WORK/ck/reloc/spool/"stdin-in.*.spool)
+  ((${#spooled[@]} == 1)) && [[ -s ${spooled[0]} ]] && break
+  sleep 0.05
+done
 run_expect 0 "$STREAMCTL" stop reloc
 savepoint=$(cat "$WORK/out")
 [[ -f "$savepoint/_metadata" ]] || fail "stop printed no savepoint: '$savepoint'"
@@ -47,7 +55,6 @@ assert_eq 0 "$code" "exit code of the stopped run ($(tail -3 "$WORK/first.log"))
 
 # What the first run took from stdin (its spool; a halted source reads no more): the second
 # run's stdin is the rest, starting mid-line.
-shopt -s nullglob
 spools=("$WORK/ck/reloc/spool/"stdin-in.*.spool)
 ((${#spools[@]} == 1)) || fail "expected one spool file, found: ${spools[*]:-none}"
 read_bytes=$(wc -c <"${spools[0]}")
