@@ -188,9 +188,17 @@ trap 'kill "$prom_pid" "$job_pid" 2>/dev/null || true; cleanup' EXIT
 # prom_query EXPR: the value of EXPR's first result now; nothing when it has none.
 prom_query() {
   python3 - "$prom_port" "$1" <<'PY'
-import json, sys, urllib.parse, urllib.request
+import json, sys, time, urllib.error, urllib.parse, urllib.request
 url = "http://127.0.0.1:%s/api/v1/query?query=%s" % (sys.argv[1], urllib.parse.quote(sys.argv[2]))
-result = json.load(urllib.request.urlopen(url, timeout=5))["data"]["result"]
+# A busy Prometheus (compacting, on a loaded CI machine) may refuse or drop a query: retry.
+for attempt in range(20):
+    try:
+        result = json.load(urllib.request.urlopen(url, timeout=5))["data"]["result"]
+        break
+    except (urllib.error.URLError, ConnectionError, TimeoutError) as e:
+        if attempt == 19:
+            raise
+        time.sleep(0.5)
 if result:
     print(result[0]["value"][1])
 PY
