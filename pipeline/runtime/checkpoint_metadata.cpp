@@ -70,6 +70,45 @@ std::int64_t mtime_ms(const fs::path& file) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(system.time_since_epoch()).count();
 }
 
+// What `drained` records: "checkpoint N at MS" (every snapshot with an id up to N was there
+// when a run drained, at epoch ms MS), or MS alone (streamctl before 2026-12: by time only).
+struct Drained {
+  std::optional<std::uint64_t> last_id;
+  std::int64_t at_ms = 0;
+
+  bool covers(std::optional<std::uint64_t> id, std::int64_t written_ms) const {
+    if (last_id && id) return *id <= *last_id;
+    return written_ms <= at_ms;
+  }
+};
+
+// A `drained` that cannot be read is refused: taken as absent, a resume would publish again
+// what the drained run published; taken as covering everything, it would start over.
+Result<Drained> read_drained(const fs::path& root) {
+  Drained out;
+  std::error_code ec;
+  if (!fs::exists(root / "drained", ec)) return out;
+  std::ifstream in(root / "drained");
+  std::string word, at;
+  std::uint64_t id = 0;
+  bool good = false;
+  if (in >> word) {
+    if (word == "checkpoint") {
+      good = static_cast<bool>(in >> id >> at >> out.at_ms) && at == "at";
+      out.last_id = id;
+    } else {
+      char* end = nullptr;
+      out.at_ms = std::strtoll(word.c_str(), &end, 10);
+      good = end && *end == '\0';
+    }
+  }
+  if (!good)
+    return fail((root / "drained").string() + " is damaged (it records which snapshots a run that drained its input "
+                "left behind, as \"checkpoint N at EPOCH_MS\"): fix it, or delete it to resume from the newest "
+                "snapshot, or run without --resume");
+  return out;
+}
+
 struct Listing {
   std::vector<Completed> completed; // oldest first
   std::vector<Damaged> damaged;
@@ -96,8 +135,11 @@ Listing list_under(const fs::path& root, bool with_savepoints) {
                                       mtime_ms(entry.path() / kMetadataFile), metadata.error()});
     }
   }
+  // By id, which the coordinators of a job's runs take in turn from next_checkpoint_id: the
+  // system clock of created_at may step back (NTP, a VM restored), and ordering by it could
+  // restore, or prune, the wrong checkpoint.
   std::sort(out.completed.begin(), out.completed.end(), [](const Completed& a, const Completed& b) {
-    return std::tie(a.created_at, a.id) < std::tie(b.created_at, b.id);
+    return std::tie(a.id, a.created_at) < std::tie(b.id, b.created_at);
   });
   return out;
 }
@@ -359,17 +401,18 @@ Result<std::optional<fs::path>> latest_restorable(const fs::path& root) {
   Listing all = list_under(root, true);
   std::optional<Completed> latest;
   if (!all.completed.empty()) latest = all.completed.back();
-  std::int64_t drained = 0;
-  if (std::ifstream in(root / "drained"); in) in >> drained;
+  auto drained_or = read_drained(root);
+  if (!drained_or) return Failure{drained_or.error()};
+  const Drained& drained = *drained_or;
   // A damaged snapshot written before a run drained would not be resumed from anyway.
   for (const auto& d : all.damaged)
-    if ((!latest || !d.id || *d.id > latest->id) && d.written_ms > drained)
+    if ((!latest || !d.id || *d.id > latest->id) && !drained.covers(d.id, d.written_ms))
       return fail(d.error + "\n" + d.dir.string() + " is newer than " +
                   (latest ? latest->dir.string() : std::string("any readable checkpoint")) +
                   ": resuming from an older one could publish output twice; delete it, or choose a snapshot with "
                   "--from-savepoint");
   if (!latest) return std::optional<fs::path>{};
-  if (latest->created_at <= drained) return std::optional<fs::path>{};
+  if (drained.covers(latest->id, latest->created_at)) return std::optional<fs::path>{};
   return std::optional<fs::path>{latest->dir};
 }
 
@@ -377,7 +420,10 @@ Result<void> mark_drained(const fs::path& root) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) return {};
   auto now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
-  return state::write_file_durably(root / "drained", std::to_string(now.count()) + "\n");
+  // Every snapshot under root now has an id below next_checkpoint_id; the job's next runs
+  // take larger ones. The time stays for a person, and for snapshots named without an id.
+  return state::write_file_durably(root / "drained", "checkpoint " + std::to_string(next_checkpoint_id(root) - 1) +
+                                                         " at " + std::to_string(now.count()) + "\n");
 }
 
 std::uint64_t next_checkpoint_id(const fs::path& root) {

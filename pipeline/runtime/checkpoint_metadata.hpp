@@ -5,8 +5,8 @@
 //   CHECKPOINT_DIR/NAME/savepoint-TIME/  the same layout, kept until a person deletes it
 //   CHECKPOINT_DIR/NAME/spool/           what sources that cannot seek (stdin) have read
 //   CHECKPOINT_DIR/NAME/lock             held (flock) by the coordinator of the running job
-//   CHECKPOINT_DIR/NAME/drained          when a run last drained (epoch ms): older snapshots
-//                                        are not resumed from
+//   CHECKPOINT_DIR/NAME/drained          "checkpoint N at EPOCH_MS": a run drained when the
+//                                        largest id was N; snapshots up to N are not resumed from
 //
 // _metadata is TOML, so that a person can read it (`cat`), written last and atomically
 // (state/durable_file.hpp): a directory without it is an incomplete checkpoint and is never
@@ -139,7 +139,7 @@ std::filesystem::path checkpoint_dir_of(const std::filesystem::path& path);
 
 // The completed checkpoints (chk-N with _metadata) under `root`, oldest first.
 std::vector<std::filesystem::path> completed_checkpoints(const std::filesystem::path& root);
-// The checkpoint or savepoint under `root` that was completed last (by created_at, then id),
+// The checkpoint or savepoint under `root` that was completed last (by id, then created_at),
 // if any and if no run drained after it (mark_drained): what `run --resume` and `restart`
 // restore. Fails, naming it, when a chk-N or savepoint-...-N directory with a newer id than
 // that one has a _metadata that cannot be read (damaged or edited): resuming from an older

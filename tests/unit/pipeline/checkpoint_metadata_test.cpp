@@ -24,6 +24,11 @@ void write_text(const fs::path& path, const std::string& text) {
   REQUIRE(out.good());
 }
 
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 CheckpointMetadata sample_metadata() {
   CheckpointMetadata m;
   m.kind = "checkpoint";
@@ -262,7 +267,7 @@ TEST_CASE("no completed checkpoints under a missing root", "[checkpoint_metadata
   CHECK(prune_checkpoints(tmp.path / "missing", 1, std::nullopt).empty());
 }
 
-TEST_CASE("latest restorable is the newest by created_at and a newer savepoint wins", "[checkpoint_metadata]") {
+TEST_CASE("latest restorable is the newest by id and a newer savepoint wins", "[checkpoint_metadata]") {
   TempDir tmp;
   make_completed(tmp.path, "chk-4", 4, 1000);
   make_completed(tmp.path, "chk-5", 5, 1500);
@@ -272,25 +277,87 @@ TEST_CASE("latest restorable is the newest by created_at and a newer savepoint w
   CHECK(latest->filename() == "chk-5");
 
   // A savepoint taken after chk-5 (its id comes from the same counter) is newer.
-  make_completed(tmp.path, "savepoint-a", 3, 2000, "savepoint");
+  make_completed(tmp.path, "savepoint-a", 7, 2000, "savepoint");
   latest = ::latest(tmp.path);
   REQUIRE(latest);
   CHECK(latest->filename() == "savepoint-a");
 
   // ... until a checkpoint completes after it.
-  make_completed(tmp.path, "chk-7", 7, 3000);
+  make_completed(tmp.path, "chk-8", 8, 3000);
   latest = ::latest(tmp.path);
   REQUIRE(latest);
-  CHECK(latest->filename() == "chk-7");
+  CHECK(latest->filename() == "chk-8");
 }
 
-TEST_CASE("latest restorable breaks a created_at tie by checkpoint id", "[checkpoint_metadata]") {
+TEST_CASE("a system clock stepped back neither hides nor prunes the newest checkpoint", "[checkpoint_metadata]") {
   TempDir tmp;
-  make_completed(tmp.path, "chk-9", 9, 1000);
-  make_completed(tmp.path, "savepoint-b", 8, 1000, "savepoint");
+  const std::int64_t t = 1796000000000;
+  make_completed(tmp.path, "chk-1", 1, t);
+  make_completed(tmp.path, "chk-2", 2, t + 1000);
+  // The clock stepped back an hour between chk-2 and chk-3.
+  make_completed(tmp.path, "chk-3", 3, t + 1000 - 3600 * 1000);
   auto latest = ::latest(tmp.path);
   REQUIRE(latest);
-  CHECK(latest->filename() == "chk-9");
+  CHECK(latest->filename() == "chk-3");
+  CHECK(names(completed_checkpoints(tmp.path)) == Strings{"chk-1", "chk-2", "chk-3"});
+
+  auto problems = prune_checkpoints(tmp.path, 1, std::nullopt);
+  CHECK(problems.empty());
+  CHECK(names(completed_checkpoints(tmp.path)) == Strings{"chk-3"});
+}
+
+TEST_CASE("latest restorable breaks an id tie by created_at", "[checkpoint_metadata]") {
+  TempDir tmp;
+  make_completed(tmp.path, "chk-9", 9, 1000);
+  make_completed(tmp.path, "savepoint-b", 9, 2000, "savepoint");
+  auto latest = ::latest(tmp.path);
+  REQUIRE(latest);
+  CHECK(latest->filename() == "savepoint-b");
+}
+
+TEST_CASE("a run that drained hides the snapshots it left, by id, whatever the clock", "[checkpoint_metadata]") {
+  TempDir tmp;
+  make_completed(tmp.path, "chk-1", 1, 5000);
+  make_completed(tmp.path, "chk-2", 2, 6000);
+  REQUIRE(mark_drained(tmp.path));
+  CHECK(read_text(tmp.path / "drained").rfind("checkpoint 2 at ", 0) == 0);
+  CHECK_FALSE(latest(tmp.path).has_value());
+
+  // The next run's checkpoint, with a clock that is far behind the drained run's (and the
+  // drained file's time, which is now): still resumed from.
+  make_completed(tmp.path, "chk-3", 3, 1000);
+  auto latest = ::latest(tmp.path);
+  REQUIRE(latest);
+  CHECK(latest->filename() == "chk-3");
+
+  // A damaged snapshot with a newer id than the drained run's is refused, one below is not.
+  fs::create_directories(tmp.path / "chk-4");
+  write_text(tmp.path / "chk-4" / "_metadata", "garbage");
+  CHECK_FALSE(latest_restorable(tmp.path));
+  fs::remove_all(tmp.path / "chk-4");
+  fs::create_directories(tmp.path / "chk-0");
+  write_text(tmp.path / "chk-0" / "_metadata", "garbage");
+  CHECK(::latest(tmp.path)->filename() == "chk-3");
+}
+
+TEST_CASE("a drained file of an older streamctl (epoch ms) still compares by time", "[checkpoint_metadata]") {
+  TempDir tmp;
+  make_completed(tmp.path, "chk-1", 1, 5000);
+  write_text(tmp.path / "drained", "5000\n");
+  CHECK_FALSE(latest(tmp.path).has_value());
+  make_completed(tmp.path, "chk-2", 2, 5001);
+  CHECK(latest(tmp.path)->filename() == "chk-2");
+}
+
+TEST_CASE("a damaged drained file is refused, naming it", "[checkpoint_metadata]") {
+  TempDir tmp;
+  make_completed(tmp.path, "chk-1", 1, 5000);
+  for (std::string text : {"", "checkpoint x at 5", "checkpoint 3 5", "12abc\n"}) {
+    write_text(tmp.path / "drained", text);
+    auto r = latest_restorable(tmp.path);
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.error(), Catch::Contains("drained is damaged"));
+  }
 }
 
 TEST_CASE("nothing is restorable when only incomplete checkpoints exist", "[checkpoint_metadata]") {
