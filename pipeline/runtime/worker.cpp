@@ -600,9 +600,20 @@ private:
     const auto ops = chain_->operators();
     for (std::size_t k = 0; k < ops.size() && offset + k < names.size(); ++k)
       if (ops[k]->has_state()) stateful.push_back(names[offset + k]);
+    // A group with no keyed segment in any file is empty, held whole by the chain's first
+    // file: a full snapshot (which leaves empty groups out), as every other file writes a
+    // group whole with a segment, empty or not. Without this, a chain that still begins with
+    // its full file would be written full again whenever a group is empty (few keys).
+    auto has_keyed = [&](std::size_t f, const std::string& node, std::uint32_t group) {
+      return readers[f]->find(node, state::SegmentKind::Keyed, group) != nullptr;
+    };
     auto holds_whole = [&](std::size_t f, std::uint32_t group) {
       return std::all_of(stateful.begin(), stateful.end(), [&](const std::string& node) {
-        return readers[f]->find(node, state::SegmentKind::Keyed, group) != nullptr;
+        if (has_keyed(f, node, group)) return true;
+        if (f != 0) return false;
+        for (std::size_t other = 1; other < readers.size(); ++other)
+          if (has_keyed(other, node, group)) return false;
+        return true;
       });
     };
     if (!incremental_snapshots().continue_restored(restore.dir().parent_path(), m.checkpoint_id, std::move(files),

@@ -9,7 +9,7 @@ source "$(dirname "$0")/lib/exactly_once.bash"
 
 # Keys spread over every key group of both subtasks and change slowly, so that deltas pay and
 # each checkpoint's share of whole groups is what keeps the chain short.
-pipeline() { # NAME OUT
+pipeline() { # NAME OUT [KEY_EXPRESSION]
   cat <<TOML
 name = "$1"
 parallelism = 2
@@ -28,7 +28,7 @@ event_time = "ts"
 [operators.keyed]
 type = "map"
 inputs = ["gen"]
-set = { k = "seq % 5000" }
+set = { k = "${3:-seq % 5000}" }
 [operators.counts]
 type = "window"
 inputs = ["keyed"]
@@ -161,5 +161,31 @@ for round in 2 3; do
 done
 verify_checkpoints "$WORK/ck/resumed"
 assert_same_output "$WORK/resumed" "the output of a job resumed twice from rolled chains differs"
+assert_no_processes_left
+
+# 4. Few keys, so most key groups are empty: a chain that still begins with its full checkpoint
+# (which leaves empty groups out) is gone on with as well. Killed after checkpoint 2 (chk-1
+# full, chk-2 a delta on it), then `run --resume` finishes the job.
+pipeline sparse-reference "$WORK/sparse-expected" "seq % 40" >"$WORK/sparse-reference.toml"
+run_reference "$WORK/sparse-reference.toml" "$WORK/sparse-expected" 30
+pipeline sparse "$WORK/sparse" "seq % 40" >"$WORK/sparse.toml"
+newest_sparse() { find "$WORK/ck/sparse" -path '*/chk-*/_metadata' 2>/dev/null | sed 's|.*/chk-||; s|/_metadata||' | sort -n | tail -1; }
+"$STREAMCTL" -v run "$WORK/sparse.toml" 2>"$WORK/sparse-1.log" &
+pid=$!
+wait_for_text "$WORK/sparse-1.log" "records flowing"
+until [[ $(newest_sparse) -ge 2 ]]; do
+  kill -0 "$pid" 2>/dev/null || fail "the sparse job ended before checkpoint 2"
+  sleep 0.02
+done
+kill -9 "$pid"
+wait "$pid" 2>/dev/null || true
+assert_no_processes_left
+from=$(newest_sparse)
+grep -q '\.\./chk-1/chain-' "$WORK/ck/sparse/chk-$from/_metadata" ||
+  fail "chk-$from does not build on the full chk-1: $(cat "$WORK/ck/sparse/chk-$from/_metadata")"
+run_expect 0 "$STREAMCTL" -vv run "$WORK/sparse.toml" --resume
+continued=$(grep -c "checkpoints go on with the chain of chk-$from" "$WORK/err" || true)
+assert_eq 4 "$continued" "tasks of the sparse job that went on with a chain beginning with its full checkpoint"
+assert_same_output "$WORK/sparse" "the output of the sparse job resumed from chk-$from differs"
 assert_no_processes_left
 echo ok
