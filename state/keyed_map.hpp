@@ -56,10 +56,11 @@
 
 #include "state/key_group.hpp"
 #include "state/short_copy.hpp"
+#include "state/table_memory.hpp"
 
 namespace streamctl::state {
 
-// Where a KeyedMap's slot arrays come from when not from operator new (a map built with one):
+// Where a KeyedMap's slot arrays come from when not from allocate_table (a map built with one):
 // deferred snapshots' copies of key groups reuse the memory of earlier copies, because on fresh
 // pages the kernel's zeroing cost more than the copy itself (state/recycled_memory.hpp).
 // Thread-safe: a copy is made on the task's thread and freed on the writer's.
@@ -224,7 +225,7 @@ template <typename V> class KeyedMap {
 
 public:
   // The state of the subtask that owns `range` of key groups [0, max_parallelism). `memory`
-  // (optional; it must outlive the map) provides the slot arrays instead of operator new.
+  // (optional; it must outlive the map) provides the slot arrays instead of allocate_table (state/table_memory.hpp).
   KeyedMap(KeyGroupRange range, std::uint32_t max_parallelism, SlotMemory* memory = nullptr)
       : range_(range), max_parallelism_(max_parallelism), memory_(memory) {
     STREAMCTL_STATE_ASSERT(max_parallelism >= 1 && max_parallelism <= max_key_groups,
@@ -682,7 +683,7 @@ private:
   }
 
   void* allocate_bytes(std::size_t bytes) {
-    return memory_ != nullptr ? memory_->allocate(bytes, slot_align) : ::operator new(bytes, slot_align);
+    return memory_ != nullptr ? memory_->allocate(bytes, slot_align) : allocate_table(bytes, slot_align);
   }
   Slot* allocate_slots(std::uint32_t capacity) {
     void* raw = allocate_bytes(sizeof(Slot) * capacity);
@@ -700,7 +701,7 @@ private:
       slots[i].~Slot();
     }
     if (memory_ != nullptr) memory_->free(slots, sizeof(Slot) * capacity, slot_align);
-    else ::operator delete(static_cast<void*>(slots), slot_align);
+    else free_table(static_cast<void*>(slots), sizeof(Slot) * capacity, slot_align);
   }
 
   void rehash(Group& g, std::uint32_t capacity) {
@@ -760,7 +761,7 @@ private:
   KeyGroupOf group_of_{max_parallelism_};
   std::size_t size_ = 0;
   const KeyGroupWriteCheck* write_check_ = nullptr; // asked in debug builds only
-  SlotMemory* memory_ = nullptr;                    // nullptr: operator new
+  SlotMemory* memory_ = nullptr;                    // nullptr: allocate_table
 };
 
 } // namespace streamctl::state

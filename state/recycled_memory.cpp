@@ -1,9 +1,11 @@
 #include "state/recycled_memory.hpp"
 
+#include "state/table_memory.hpp"
+
 namespace streamctl::state {
 
 RecycledMemory::~RecycledMemory() {
-  for (auto& [shape, p] : kept_) ::operator delete(p, std::align_val_t(shape.second));
+  for (auto& [shape, p] : kept_) free_table(p, shape.first, std::align_val_t(shape.second));
 }
 
 void* RecycledMemory::allocate(std::size_t bytes, std::align_val_t align) {
@@ -19,7 +21,7 @@ void* RecycledMemory::allocate(std::size_t bytes, std::align_val_t align) {
     }
     ++fresh_;
   }
-  return ::operator new(bytes, align);
+  return allocate_table(bytes, align);
 }
 
 void RecycledMemory::free(void* p, std::size_t bytes, std::align_val_t align) noexcept {
@@ -35,7 +37,7 @@ void RecycledMemory::free(void* p, std::size_t bytes, std::align_val_t align) no
       }
     }
   }
-  ::operator delete(p, align);
+  free_table(p, bytes, align);
 }
 
 std::size_t RecycledMemory::retained_bytes() const {

@@ -36,7 +36,7 @@ public:
   void free(void* p, std::size_t bytes, std::align_val_t align) noexcept override;
 
   std::size_t retained_bytes() const;
-  // Allocations served from kept blocks, and from operator new.
+  // Allocations served from kept blocks, and fresh (allocate_table).
   std::size_t reused() const;
   std::size_t fresh() const;
 

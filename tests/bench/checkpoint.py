@@ -223,6 +223,16 @@ def describe_checkpoints(done, failed, pauses, stalls):
                f"median {median([ms for ms, _ in stalls]):.0f} ms" if stalls else "")
             + (f"; {failed} failed" if failed else ""))
 
+def drop_caches():
+    """Empties the page cache (root only), so that what follows reads from the disk: True if it did."""
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        return True
+    except OSError:
+        return False
+
+
 def bench(streamctl, work, env, keys, args, changing):
     records = keys * args.updates
     print(f"== {keys:,} keys, {records:,} records ({args.updates} per key), keyed window state; "
@@ -254,15 +264,11 @@ def bench(streamctl, work, env, keys, args, changing):
 
     empty = pipeline(work, name + "-empty", keys, 1)
     startup = run([streamctl, "-v", "run", empty], env, ["records flowing"]).seen["records flowing"]
-    try:
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-        cache = "cold cache"
-    except OSError:
-        cache = "warm cache"
+    cache = "cold cache" if drop_caches() else "warm cache"
     seen = run([streamctl, "-v", "run", toml, "--from-savepoint", savepoint, "--savepoint-on-exit"], env,
                ["records flowing"]).seen
     restore = seen["records flowing"] - startup
+    drop_caches() # the same start as the restore's
     verify = run([streamctl, "snapshot", "verify", savepoint], env).wall
     print(f"  restore:                 {restore:6.2f} s beyond a start-up of {startup:.2f} s ({cache}); "
           f"reading and decompressing the files (snapshot verify): {verify:.2f} s; ratio {restore / verify:.2f}")
