@@ -1,7 +1,9 @@
 #include "state/table_memory.hpp"
 
 #include <cstdint>
+#include <mutex>
 #include <sys/mman.h>
+#include <unordered_set>
 #include <unistd.h>
 
 namespace streamctl::state {
@@ -27,13 +29,31 @@ void* map_aligned(std::size_t length) {
   return reinterpret_cast<void*>(aligned);
 }
 
+// Large blocks that came from operator new after mmap failed (vm.max_map_count reached, say:
+// each large table is a mapping of its own): rare, so a set under a lock is enough.
+std::mutex fallback_mutex;
+std::unordered_set<void*>& fallbacks() {
+  static std::unordered_set<void*> set;
+  return set;
+}
+
 } // namespace
 
 void* allocate_table(std::size_t bytes, std::align_val_t align) {
   if (bytes < large_table_bytes || static_cast<std::size_t>(align) > small_page) return ::operator new(bytes, align);
   const std::size_t length = round_up(bytes, small_page);
   void* p = map_aligned(length);
-  if (p == nullptr) throw std::bad_alloc();
+  if (p == nullptr) {
+    void* q = ::operator new(bytes, align);
+    std::lock_guard lock(fallback_mutex);
+    try {
+      fallbacks().insert(q);
+    } catch (...) {
+      ::operator delete(q, align);
+      throw;
+    }
+    return q;
+  }
   // Advice only: a kernel without THP, or one that cannot populate now (memory is short),
   // leaves plain pages that fault in as they are touched.
   (void)::madvise(p, length, MADV_HUGEPAGE);
@@ -48,6 +68,13 @@ void free_table(void* p, std::size_t bytes, std::align_val_t align) noexcept {
   if (bytes < large_table_bytes || static_cast<std::size_t>(align) > small_page) {
     ::operator delete(p, align);
     return;
+  }
+  {
+    std::lock_guard lock(fallback_mutex);
+    if (fallbacks().erase(p) != 0) {
+      ::operator delete(p, align);
+      return;
+    }
   }
   ::munmap(p, round_up(bytes, small_page));
 }

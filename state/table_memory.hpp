@@ -2,14 +2,17 @@
 // Memory for the slot arrays of hash tables (state/keyed_map.hpp): a key group's table is
 // megabytes at scale, and a restore or a growing table writes every byte of a fresh one.
 //
-// From operator new, such a block is fresh pages that the kernel hands out one 4 KiB fault at
-// a time (in a VM each fault is a trap to the hypervisor too): a restore of 10 million windows
-// spent more time faulting in its tables than decoding them. So a block of at least
-// large_table_bytes comes from mmap instead, aligned to 2 MiB, marked for transparent huge
-// pages (MADV_HUGEPAGE: Debian's kernels back only marked memory) and populated in one call
-// (MADV_POPULATE_WRITE, Linux 5.14): a few 2 MiB pages instead of hundreds of faults per
-// table. Where the kernel refuses either, the block is still good: plain pages, faulted in
-// as they are touched. Smaller blocks come from operator new as before.
+// From operator new, such a block is fresh pages that the kernel hands out one fault at a
+// time as they are first touched (in a VM each fault is also a trap to the hypervisor): a
+// restore of 10 million windows spent more time faulting in its tables than decoding them,
+// although workers already ask glibc for transparent huge pages (GLIBC_TUNABLES
+// glibc.malloc.hugetlb=1). So a block of at least large_table_bytes comes from mmap instead,
+// aligned to 2 MiB, marked for huge pages (MADV_HUGEPAGE: Debian's kernels back only marked
+// memory, and not every process of ours runs with that tunable) and populated in one call
+// (MADV_POPULATE_WRITE, Linux 5.14): the kernel fills the table's pages in a loop of its own,
+// without a fault per page. Where the kernel refuses either, the block is still good: plain
+// pages, faulted in as they are touched; where mmap fails, operator new. Smaller blocks come
+// from operator new as before.
 //
 // Thread-safe (the kernel's and operator new's).
 

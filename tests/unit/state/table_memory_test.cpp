@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -76,3 +77,47 @@ TEST_CASE("KeyedMap with key group tables of many megabytes grows, erases and fr
   CHECK(target.size() == 1000);
   CHECK(*target.find(keys[999], hash_key_bytes(keys[999])) == 999);
 }
+
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+TEST_CASE("where mmap fails a large block comes from operator new and is freed as such", "[state][table_memory]") {
+  // In a child whose address space is capped 3.5 MiB above what it maps now: the 4 MiB
+  // mapping (the block and its alignment margin) fails, operator new's 2 MiB block fits.
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    void* warm = ::operator new(large_table_bytes, std::align_val_t(64)); // glibc's mmap path, then freed
+    ::operator delete(warm, std::align_val_t(64));
+    long pages = 0, resident = 0;
+    if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+      if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) _exit(3);
+      std::fclose(f);
+    }
+    const rlim_t cap = static_cast<rlim_t>(pages) * 4096 + large_table_bytes + 3 * (large_table_bytes / 4);
+    struct rlimit limit{cap, cap};
+    if (::setrlimit(RLIMIT_AS, &limit) != 0) _exit(4);
+    void* p = nullptr;
+    try {
+      p = allocate_table(large_table_bytes, std::align_val_t(64));
+    } catch (const std::bad_alloc&) {
+      _exit(5);
+    }
+    auto* bytes = static_cast<unsigned char*>(p);
+    for (std::size_t i = 0; i < large_table_bytes; i += 4096) bytes[i] = 1;
+    const bool mapped = reinterpret_cast<std::uintptr_t>(p) % large_table_bytes == 0;
+    // operator delete: a munmap of a heap block would tear glibc's heap, which the
+    // allocations after it would meet.
+    free_table(p, large_table_bytes, std::align_val_t(64));
+    std::vector<std::string> after;
+    for (int k = 0; k < 1000; ++k) after.emplace_back(static_cast<std::size_t>(100 + k), 'x');
+    _exit(mapped ? 6 : 0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+#endif
