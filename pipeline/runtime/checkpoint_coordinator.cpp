@@ -131,7 +131,8 @@ void CheckpointCoordinator::on_ack(std::size_t task, const transport::ControlMes
                                               f.bytes,
                                               static_cast<std::uint64_t>(m.get_int("pause_ms", 0)),
                                               static_cast<std::uint64_t>(m.get_int("raw_bytes", 0)),
-                                              static_cast<std::uint64_t>(m.get_int("stall_ms", 0))};
+                                              static_cast<std::uint64_t>(m.get_int("stall_ms", 0)),
+                                              static_cast<std::uint64_t>(m.get_int("copied_bytes", 0))};
   pending_->files[task] = std::move(f);
   if (++pending_->acked == workers_.size()) complete();
 }

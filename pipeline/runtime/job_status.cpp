@@ -39,7 +39,8 @@ void append_subtask(const SubtaskMetrics& m, std::string& out) {
   out += ",\"last_checkpoint\":{\"id\":" + std::to_string(c.id) + ",\"duration_ms\":" + std::to_string(c.duration_ms) +
          ",\"alignment_ms\":" + std::to_string(c.alignment_ms) + ",\"bytes\":" + std::to_string(c.bytes) +
          ",\"pause_ms\":" + std::to_string(c.pause_ms) + ",\"stall_ms\":" + std::to_string(c.stall_ms) +
-         ",\"raw_bytes\":" + std::to_string(c.raw_bytes) + "}";
+         ",\"raw_bytes\":" + std::to_string(c.raw_bytes) + ",\"copied_bytes\":" + std::to_string(c.copied_bytes) +
+         "}";
   if (m.latency.markers > 0)
     out += ",\"latency_ms\":{\"markers\":" + std::to_string(m.latency.markers) + ",\"p50\":" + number(m.latency.p50_ms) +
            ",\"p95\":" + number(m.latency.p95_ms) + ",\"p99\":" + number(m.latency.p99_ms) +

@@ -39,6 +39,10 @@ struct CheckpointFigures {
   // one (one batch, watermark or timer tick, or the next checkpoint's completing them); 0
   // otherwise.
   std::uint64_t stall_ms = 0;
+  // With snapshot = "deferred": bytes of key groups' tables the task copied for this checkpoint
+  // (copy on first write), which memory held until the writer had serialised them (at most
+  // 512 MB per operator; beyond, the task serialises); 0 otherwise.
+  std::uint64_t copied_bytes = 0;
 };
 
 struct SubtaskMetrics {

@@ -104,6 +104,10 @@ const Family kSubtaskFamilies[] = {
      "Bytes of the subtask's snapshot before compression in the last completed checkpoint: what "
      "memory held for it until it was written.",
      [](const SubtaskMetrics& s) { return checkpoint_figure(s, s.last_checkpoint.raw_bytes); }},
+    {"last_checkpoint_copied_bytes", "gauge",
+     "With snapshot = \"deferred\": bytes of key group tables the subtask's task copied for the last "
+     "completed checkpoint (copy on first write), held until the writer serialised them; 0 otherwise.",
+     [](const SubtaskMetrics& s) { return checkpoint_figure(s, s.last_checkpoint.copied_bytes); }},
     {"latency_max_seconds", "gauge",
      "Largest source-to-here latency of the latency markers the subtask saw.",
      [](const SubtaskMetrics& s) -> std::optional<Value> {

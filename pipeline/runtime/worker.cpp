@@ -688,12 +688,13 @@ private:
       if (incremental_) incremental_->written(done.checkpoint_id, done.bytes);
       // Deferred snapshots: what the frozen groups cost the task after the barrier, final now
       // that the writer has taken them all.
-      std::uint64_t stall_ms = 0;
+      std::uint64_t stall_ms = 0, copied_bytes = 0;
       if (auto stalls = chain_->deferred_stalls(done.checkpoint_id)) {
         const auto ms = [](std::chrono::nanoseconds d) {
           return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
         };
         stall_ms = ms(stalls->longest);
+        copied_bytes = stalls->copied_bytes;
         log_.debug("checkpoint {}: deferred groups written; longest stall {} ms after the barrier ({} ms in all, "
                    "{} of {} group(s) serialised by the task and {} copied ({:.1f} MB), {} by the next "
                    "checkpoint or the end)",
@@ -714,6 +715,7 @@ private:
                .set("alignment_ms", timing ? std::to_string(timing.mapped().alignment_ms) : "0")
                .set("pause_ms", timing ? std::to_string(timing.mapped().pause_ms) : "0")
                .set("stall_ms", std::to_string(stall_ms))
+               .set("copied_bytes", std::to_string(copied_bytes))
                .set("duration_ms", timing ? std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
                                                                Clock::now() - timing.mapped().started)
                                                                .count())

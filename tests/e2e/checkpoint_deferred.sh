@@ -117,3 +117,56 @@ run_expect 0 "$STREAMCTL" snapshot verify "$savepoint"
 run_expect 0 "$STREAMCTL" run "$WORK/stopped.toml" --from-savepoint "$savepoint" --set sources.gen.rate=0
 assert_same_output "$WORK/stopped" "a savepoint taken with deferred snapshots restored to other output than the reference"
 assert_no_processes_left
+
+# status --json reports, per subtask, the bytes of key groups the task copied on first write
+# for its last checkpoint: a window of 1 M keys (count() and sum() cells are plain bytes) fed
+# without pause, so that the batches after a barrier touch groups the writer has not reached.
+cat >"$WORK/copies.toml" <<TOML
+name = "copies"
+[checkpoint]
+interval = "200ms"
+dir = "$WORK/ck"
+snapshot = "deferred"
+[sources.gen]
+type = "generator"
+profile = "counter"
+count = 3000000
+rate = 500000
+event_time = "ts"
+[operators.keyed]
+type = "map"
+inputs = ["gen"]
+set = { k = "seq % 1000000" }
+[operators.per_key]
+type = "window"
+inputs = ["keyed"]
+key = ["k"]
+window = { kind = "tumbling", size = "3650d" }
+aggregates = { n = "count()", s = "sum(seq)" }
+[sinks.out]
+type = "file"
+inputs = ["per_key"]
+path = "$WORK/copies"
+TOML
+"$STREAMCTL" -vv run "$WORK/copies.toml" 2>"$WORK/copies.log" &
+pid=$!
+wait_for_text "$WORK/copies.log" "records flowing"
+copied=0
+while kill -0 $pid 2>/dev/null && [[ $copied -eq 0 ]]; do
+  "$STREAMCTL" status copies --json >"$WORK/status.json" 2>/dev/null || true
+  copied=$(python3 -c 'import json, sys
+try:
+    ops = {o["name"]: o for o in json.load(open(sys.argv[1]))["operators"]}
+    print(max(s["last_checkpoint"]["copied_bytes"] for s in ops["per_key"]["subtasks"]))
+except (ValueError, KeyError):
+    print(0)' "$WORK/status.json")
+  sleep 0.1
+done
+set +e; wait $pid; code=$?; set -e
+assert_eq 0 "$code" "exit code of the copies job ($(tail -3 "$WORK/copies.log"))"
+logged=$(grep -c "copied ([1-9]" "$WORK/copies.log" || true)
+((logged > 0)) || fail "the copies job copied no group (its log: $(grep -m3 'deferred groups written' "$WORK/copies.log"))"
+((copied > 0)) || fail "status --json never showed copied_bytes > 0, though $logged checkpoint(s) copied groups"
+echo "status --json showed $copied bytes copied by a checkpoint"
+assert_no_processes_left
+echo ok

@@ -47,7 +47,7 @@ JobMetrics small_job() {
   out.state_entries = 7;
   out.state_bytes = 512;
   out.last_checkpoint = {.id = 2, .duration_ms = 1500, .alignment_ms = 20, .bytes = 4096, .pause_ms = 7,
-                         .raw_bytes = 16384, .stall_ms = 45};
+                         .raw_bytes = 16384, .stall_ms = 45, .copied_bytes = 8192};
   out.latency = {.markers = 3, .p50_ms = 5, .p95_ms = 12.5, .p99_ms = 20, .max_ms = 30};
   m.subtasks = {g, out};
   return m;
@@ -93,6 +93,7 @@ TEST_CASE("prometheus text: exact samples, HELP and TYPE, families without sampl
            "streamctl_last_checkpoint_pause_seconds{" + out + "} 0.007",
            "streamctl_last_checkpoint_raw_bytes{" + out + "} 16384",
            "streamctl_last_checkpoint_stall_seconds{" + out + "} 0.045",
+           "streamctl_last_checkpoint_copied_bytes{" + out + "} 8192",
            std::string("# TYPE streamctl_latency_seconds summary"),
            "streamctl_latency_seconds{" + out + ",quantile=\"0.5\"} 0.005",
            "streamctl_latency_seconds{" + out + ",quantile=\"0.95\"} 0.0125",
