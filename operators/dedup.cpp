@@ -14,6 +14,7 @@
 #include "pipeline/spec/pipeline_spec.hpp"
 #include "state/changed_groups.hpp"
 #include "state/error.hpp"
+#include "state/barrier_timers.hpp"
 #include "state/frozen_key_groups.hpp"
 #include "state/key_codec.hpp"
 #include "state/key_group.hpp"
@@ -198,29 +199,24 @@ public:
     if (!kept_) return nullptr;
     freezer_.thaw_all(); // the earlier freeze's groups are the task's again before timers are read
     const state::KeyGroupRange range = kept_->key_group_range();
-    auto tails = std::make_shared<std::vector<std::optional<std::string>>>(range.size());
-    for (std::uint32_t g : groups) {
-      if (!range.contains(g) || exact_group_is_empty(g)) continue;
-      std::string& tail = (*tails)[g - range.first].emplace();
-      state::StateWriter(tail).timers(*timers_, g);
-    }
-    auto serialise = [this, tails, range](std::uint32_t g, std::string& out) {
-      const std::optional<std::string>& tail = (*tails)[g - range.first];
+    auto timers = std::make_shared<const state::BarrierTimers>(
+        range, groups, *timers_, [this](std::uint32_t g) { return exact_group_is_empty(g); });
+    auto serialise = [this, timers](std::uint32_t g, std::string& out) {
+      const std::string* tail = timers->of(g);
       if (!tail) return; // empty at the barrier
       write_kept(g, *kept_, out);
       out.append(*tail);
     };
-    auto copy = [this, tails, range](std::uint32_t g) -> state::FrozenKeyGroups::GroupCopy {
-      const std::optional<std::string>& tail = (*tails)[g - range.first];
-      if (!tail) return {[](std::string&) {}, 0}; // empty at the barrier
+    auto copy = [this, timers](std::uint32_t g) -> state::FrozenKeyGroups::GroupCopy {
+      if (!timers->of(g)) return {[](std::string&) {}, 0}; // empty at the barrier
       if (!copy_memory_)
         copy_memory_ = std::make_shared<state::RecycledMemory>(state::FrozenKeyGroups::default_copy_budget);
       auto copied = std::make_shared<CopiedGroup>(g, kept_->max_parallelism(), copy_memory_);
       kept_->copy_group_into(g, copied->kept);
       const std::size_t bytes = copied->kept.memory_bytes();
-      return {[this, g, tails, range, copied](std::string& out) {
+      return {[this, g, timers, copied](std::string& out) {
                 write_kept(g, copied->kept, out);
-                out.append(*(*tails)[g - range.first]);
+                out.append(*timers->of(g));
               },
               bytes};
     };
@@ -362,14 +358,7 @@ private:
         return failed("a key of another key group");
       if (!load->kept_.try_emplace(key, hash, kept).second) return failed("a key twice");
     }
-    std::vector<state::StoredTimer> timers;
-    if (!r.timers(timers)) return failed(r.error());
-    load->timers_.reserve(timers.size());
-    for (const auto& t : timers) {
-      if (state::key_group_of(state::hash_key_bytes(t.key), max_parallelism) != key_group)
-        return failed("a timer of another key group");
-      load->timers_.add(t);
-    }
+    if (auto read = load->timers_.read_group(r, key_group, max_parallelism); !read) return failed(read.error());
     if (!r.at_end()) return failed(std::to_string(r.remaining()) + " bytes after the state");
     return load;
   }

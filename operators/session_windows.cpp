@@ -9,6 +9,7 @@
 
 #include "operators/bad_record.hpp"
 #include "state/changed_groups.hpp"
+#include "state/barrier_timers.hpp"
 #include "state/frozen_key_groups.hpp"
 #include "state/key_group.hpp"
 #include "state/key_codec.hpp"
@@ -259,14 +260,10 @@ public:
   std::shared_ptr<state::FrozenKeyGroups> freeze_key_groups(const std::vector<std::uint32_t>& groups) override {
     freezer_.thaw_all(); // the earlier freeze's groups are the task's again before timers are read
     const state::KeyGroupRange range = timers_->key_group_range();
-    auto tails = std::make_shared<std::vector<std::optional<std::string>>>(range.size());
-    for (std::uint32_t g : groups) {
-      if (!range.contains(g) || group_is_empty(g)) continue;
-      std::string& tail = (*tails)[g - range.first].emplace();
-      state::StateWriter(tail).timers(*timers_, g);
-    }
-    return freezer_.freeze(range, groups, [this, tails, range](std::uint32_t g, std::string& out) {
-      const std::optional<std::string>& tail = (*tails)[g - range.first];
+    auto timers = std::make_shared<const state::BarrierTimers>(range, groups, *timers_,
+                                                               [this](std::uint32_t g) { return group_is_empty(g); });
+    return freezer_.freeze(range, groups, [this, timers](std::uint32_t g, std::string& out) {
+      const std::string* tail = timers->of(g);
       if (!tail) return; // empty at the barrier
       write_sessions(g, out);
       out.append(*tail);
@@ -363,14 +360,7 @@ private:
         }
       }
     }
-    std::vector<state::StoredTimer> timers;
-    if (!r.timers(timers)) return failed(r.error());
-    load->timers_.reserve(timers.size());
-    for (const auto& t : timers) {
-      if (state::key_group_of(state::hash_key_bytes(t.key), max_parallelism) != key_group)
-        return failed("a timer of another key group");
-      load->timers_.add(t);
-    }
+    if (auto read = load->timers_.read_group(r, key_group, max_parallelism); !read) return failed(read.error());
     if (!r.at_end()) return failed(std::to_string(r.remaining()) + " bytes after the state");
     return load;
   }

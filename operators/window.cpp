@@ -15,6 +15,7 @@
 #include "operators/toml_order.hpp"
 #include "state/changed_entries.hpp"
 #include "state/changed_groups.hpp"
+#include "state/barrier_timers.hpp"
 #include "state/frozen_key_groups.hpp"
 #include "state/key_codec.hpp"
 #include "state/key_group.hpp"
@@ -389,14 +390,10 @@ public:
   // reaches a group still frozen. Timers are not checked: the writer never reads them.
   std::shared_ptr<state::FrozenKeyGroups> freeze_key_groups(const std::vector<std::uint32_t>& groups) override {
     freezer_.thaw_all(); // the earlier freeze's groups are the task's again before timers are read
-    auto tails = std::make_shared<std::vector<std::optional<std::string>>>(range_.size());
-    for (std::uint32_t g : groups) {
-      if (!range_.contains(g) || group_is_empty(g)) continue;
-      std::string& tail = (*tails)[g - range_.first].emplace();
-      state::StateWriter(tail).timers(*timers_, g);
-    }
-    auto serialise = [this, tails](std::uint32_t g, std::string& out) {
-      const std::optional<std::string>& tail = (*tails)[g - range_.first];
+    auto timers = std::make_shared<const state::BarrierTimers>(range_, groups, *timers_,
+                                                               [this](std::uint32_t g) { return group_is_empty(g); });
+    auto serialise = [this, timers](std::uint32_t g, std::string& out) {
+      const std::string* tail = timers->of(g);
       if (!tail) return; // empty at the barrier
       write_windows(g, out);
       out.append(*tail);
@@ -406,16 +403,15 @@ public:
     // on first write instead).
     state::FrozenKeyGroups::Copy copy;
     if (inline_blocks_ && aggregates_.plain_bytes())
-      copy = [this, tails](std::uint32_t g) { return copy_group(g, tails); };
+      copy = [this, timers](std::uint32_t g) { return copy_group(g, timers); };
     return freezer_.freeze(range_, groups, std::move(serialise), std::move(copy));
   }
 
   // A deferred snapshot's copy of group `g`'s tables, serialised later on the writer's thread
   // (it reads this operator's configuration there, which nothing changes; abandon() waits for it).
   state::FrozenKeyGroups::GroupCopy copy_group(std::uint32_t g,
-                                               const std::shared_ptr<std::vector<std::optional<std::string>>>& tails) {
-    const std::optional<std::string>& tail = (*tails)[g - range_.first];
-    if (!tail) return {[](std::string&) {}, 0}; // empty at the barrier
+                                               const std::shared_ptr<const state::BarrierTimers>& timers) {
+    if (!timers->of(g)) return {[](std::string&) {}, 0}; // empty at the barrier
     if (!copy_memory_)
       copy_memory_ = std::make_shared<state::RecycledMemory>(state::FrozenKeyGroups::default_copy_budget);
     auto copies = std::make_shared<CopiedGroup>(g, max_parallelism_, copy_memory_);
@@ -424,9 +420,9 @@ public:
       domains_[di].windows->copy_group_into(g, copies->windows[di]);
       bytes += copies->windows[di].memory_bytes();
     }
-    return {[this, g, tails, copies](std::string& out) {
+    return {[this, g, timers, copies](std::string& out) {
               write_windows(g, {&copies->windows[event_domain], &copies->windows[processing_domain]}, out);
-              out.append(*(*tails)[g - range_.first]);
+              out.append(*timers->of(g));
             },
             bytes};
   }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "state/error.hpp"
 #include "state/key_group.hpp"
 #include "state/state_codec.hpp"
 #include "state/timer_service.hpp"
@@ -18,6 +19,17 @@ public:
   void reserve(std::size_t n) { timers_.reserve(n); }
   // Copies `t`, key included.
   void add(const StoredTimer& t) { timers_.push_back({t.domain, std::string(t.key), t.timestamp, t.tag}); }
+  // Reads a key group's timers (StateWriter::timers) from `r` and adds them; an error (the
+  // reader's, or a timer whose key is of another group than `key_group`) adds none.
+  Result<void> read_group(StateReader& r, std::uint32_t key_group, std::uint32_t max_parallelism) {
+    std::vector<StoredTimer> read;
+    if (!r.timers(read)) return fail(r.error());
+    for (const auto& t : read)
+      if (key_group_of(hash_key_bytes(t.key), max_parallelism) != key_group) return fail("a timer of another key group");
+    timers_.reserve(timers_.size() + read.size());
+    for (const auto& t : read) add(t);
+    return {};
+  }
   // Registers every timer under hash_key_bytes of its key, as an insert would.
   void register_all(TimerService& timers) const {
     for (const Timer& t : timers_) {

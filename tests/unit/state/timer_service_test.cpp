@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "state/key_group.hpp"
+#include "state/owned_timers.hpp"
+#include "state/state_codec.hpp"
 #include "state/timer_service.hpp"
 
 using namespace streamctl::state;
@@ -339,4 +341,42 @@ TEST_CASE("100k timers", "[state][timers]") {
 // Hidden, and outside [state] so that "[state]" stays quick: run it with "[perf]".
 TEST_CASE("1M timers (performance sanity)", "[perf][.]") {
   many_timers(1000000, true);
+}
+
+TEST_CASE("owned timers read a key group's timers, and refuse one of another group", "[timer_service]") {
+  TimerService timers = all_groups();
+  // Two keys of different groups.
+  std::string a = key_of(1), b;
+  const std::uint32_t group_a = key_group_of(hash_key_bytes(a), max_p);
+  for (int k = 2; b.empty(); ++k)
+    if (key_group_of(hash_key_bytes(key_of(k)), max_p) != group_a) b = key_of(k);
+  const std::uint32_t group_b = key_group_of(hash_key_bytes(b), max_p);
+  REQUIRE(timers.register_event_time(a, hash_key_bytes(a), 100, 7));
+  REQUIRE(timers.register_processing_time(a, hash_key_bytes(a), 200, 8));
+  std::string segment;
+  StateWriter(segment).timers(timers, group_a);
+
+  OwnedTimers owned;
+  StateReader r(segment);
+  REQUIRE(owned.read_group(r, group_a, max_p));
+  CHECK(r.at_end());
+  TimerService again = all_groups();
+  owned.register_all(again);
+  CHECK(again.size(TimeDomain::EventTime) == 1);
+  CHECK(again.size(TimeDomain::ProcessingTime) == 1);
+
+  // The same bytes read as group b's: refused, nothing added.
+  OwnedTimers refused;
+  StateReader wrong(segment);
+  auto read = refused.read_group(wrong, group_b, max_p);
+  REQUIRE_FALSE(read);
+  CHECK(read.error() == "a timer of another key group");
+  TimerService none = all_groups();
+  refused.register_all(none);
+  CHECK(none.empty());
+
+  // Cut short: the reader's error.
+  OwnedTimers cut;
+  StateReader shorter(std::string_view(segment).substr(0, segment.size() - 1));
+  CHECK_FALSE(cut.read_group(shorter, group_a, max_p));
 }
