@@ -204,8 +204,22 @@ PY
   assert_refused "flip-$offset" "$WORK/flip-$offset" "_metadata"
 done <"$WORK/flips"
 
+# A damaged snapshot that was there when a run of the job drained its input is not in the way
+# of --resume: that run published everything after it, and the resume starts over.
+edit kind "$savepoint"
+rm -rf "$WORK/out-over"
+run_expect 0 "$STREAMCTL" run "$WORK/edits.toml" --resume --set sinks.out.path="$WORK/out-over"
+final "$WORK/out-over" >"$WORK/over.txt"
+cmp -s "$WORK/expected.txt" "$WORK/over.txt" ||
+  fail "a resume after a drained run did not start over: $(diff "$WORK/expected.txt" "$WORK/over.txt" | head -5)"
+
 # --resume and restart take the newest snapshot of the job: a damaged one is refused, not
-# skipped for an older one (which would publish again what was published after it).
+# skipped for an older one (which would publish again what was published after it). Ordered by
+# id, not by the time its _metadata was last written: a savepoint newer than the drain.
+run_expect 0 "$STREAMCTL" -v run "$WORK/edits.toml" --savepoint-on-exit --set sinks.out.path="$WORK/committed-second"
+savepoint=$(sed -n 's|.*stopped with savepoint \(/[^ ]*\).*|\1|p' "$WORK/err")
+[[ -n $savepoint && -f $savepoint/_metadata ]] || fail "no second savepoint: $(cat "$WORK/err")"
+job=$(sed -n 's|.*job \([^ ]*\) stopped with savepoint.*|\1|p' "$WORK/err")
 edit kind "$savepoint"
 out=$(restore_dir resume)
 run_expect 3 "$STREAMCTL" run "$WORK/edits.toml" --resume --set sinks.out.path="$out"
