@@ -228,9 +228,11 @@ namespace {
 //             that a key's windows live in the key's key group, its other bits mixed from the
 //             key hash and the start so that the windows of one key do not share a home slot
 //   value:    Cell<N>: the block inline when it fits in N bytes, else a pointer to it. N is
-//             the least of 8, 16 and 32 that holds the block (8, holding a pointer, when none
-//             does), so that a count's slot is 32 bytes (8 hash, 16 key, 8 count) rather than
-//             64: at 10 M keys the table is most of the operator's memory
+//             the least of 8, 16, 24 and 32 that holds the block (8, holding a pointer, when
+//             none does), so that a count's slot is 32 bytes (8 hash, 16 key, 8 count) rather
+//             than 64, and a count and a sum's 48 rather than 64: at 10 M keys the table is
+//             most of the operator's memory, and a restore's time goes mostly to the kernel
+//             clearing the pages of the tables (perf: clear_page_erms)
 //
 // Timers: one per key group, time domain and time, not one per window: key empty, hash = the
 // key group's number, tag = the window end. (A TimerService operation costs about ten map
@@ -247,7 +249,7 @@ template <std::size_t N> struct alignas(N >= 32 ? 16 : 8) Cell {
   std::byte bytes[N];
 };
 static_assert(std::is_trivially_copyable_v<Cell<8>> && sizeof(Cell<8>) == 8);
-static_assert(sizeof(Cell<16>) == 16 && sizeof(Cell<32>) == 32);
+static_assert(sizeof(Cell<16>) == 16 && sizeof(Cell<24>) == 24 && sizeof(Cell<32>) == 32);
 
 std::uint64_t mix64(std::uint64_t x) { // splitmix64's finaliser
   x ^= x >> 30;
@@ -456,6 +458,9 @@ public:
         },
         [&](std::uint32_t group) {
           for (Domain& d : domains_) d.windows->unmark_group(group);
+        },
+        [&](std::string_view tracked, std::uint64_t hash) {
+          domains_[static_cast<unsigned char>(tracked[0])].windows->prefetch(hash);
         });
     return true;
   }
@@ -474,18 +479,27 @@ public:
     w.zigzag(window_.slide);
     std::vector<std::pair<std::string_view, const Cell*>> written;
     std::vector<std::string_view> erased;
+    std::vector<std::pair<std::string_view, std::uint64_t>> probes; // map key, hash
     for (int di = 0; di < 2; ++di) {
       written.clear();
       erased.clear();
+      probes.clear();
       for (const std::string& tracked : keys) {
         if (tracked.empty() || static_cast<int>(static_cast<unsigned char>(tracked[0])) != di) continue;
         std::string_view map_key = std::string_view(tracked).substr(1);
         std::string_view key = map_key;
         std::int64_t start = 0;
         if (!read_zigzag_varint(key, start)) continue; // cannot be: we made it
-        const Cell* cell = domains_[di].windows->find(
-            map_key, window_hash(key_group, state::hash_key_bytes(key), start));
-        if (cell) written.emplace_back(map_key, cell);
+        probes.emplace_back(map_key, window_hash(key_group, state::hash_key_bytes(key), start));
+      }
+      // Each find is a cache miss at a random place of the group's table: hashed first, and
+      // prefetched a few ahead, they overlap (this runs at the barrier, holding the task).
+      const auto& windows = *domains_[di].windows;
+      for (std::size_t i = 0; i < probes.size(); ++i) {
+        if (i + state::ChangedEntries::prefetch_distance < probes.size())
+          windows.prefetch(probes[i + state::ChangedEntries::prefetch_distance].second);
+        const auto& [map_key, hash] = probes[i];
+        if (const Cell* cell = windows.find(map_key, hash)) written.emplace_back(map_key, cell);
         else erased.push_back(map_key);
       }
       w.varint(written.size());
@@ -1163,6 +1177,7 @@ std::unique_ptr<Operator> make_window(const pipeline::PipelineSpec& spec,
   const std::size_t align = settings.aggregates.block_align();
   if (align <= 8 && bytes <= 8) return std::make_unique<AlignedWindows<Cell<8>>>(std::move(settings));
   if (align <= 8 && bytes <= 16) return std::make_unique<AlignedWindows<Cell<16>>>(std::move(settings));
+  if (align <= 8 && bytes <= 24) return std::make_unique<AlignedWindows<Cell<24>>>(std::move(settings));
   if (align <= 16 && bytes <= 32) return std::make_unique<AlignedWindows<Cell<32>>>(std::move(settings));
   return std::make_unique<AlignedWindows<Cell<8>>>(std::move(settings));
 }

@@ -84,15 +84,18 @@ protected:
 
 namespace detail {
 
-// 16 bytes of key held in a slot: bytes[0..tag) inline when tag <= 15, else (tag == tag_long)
-// the length and the offset into a LongKeyStore, each 4 bytes in host byte order (memory only,
+// 16 bytes of key held in a slot: the key's bytes inline when it has at most 15, else the
+// length and the offset into a LongKeyStore, each 4 bytes in host byte order (memory only,
 // never written to a snapshot). Inline keys are zero-padded so that two equal keys are equal as
 // 16 bytes, but for the change mark: bits 0x70 of the tag of an entry (never of tag_empty), which
-// comparisons ignore. Tag: bit 7 long, bits 6-4 the mark stamp, bits 3-0 the inline size.
+// comparisons ignore. Tag: bit 7 set for an inline key, with its size in bits 3-0; 0x0F in bits
+// 7 and 3-0 for a long key; bits 6-4 the mark stamp; 0 an empty slot, so that zeroed memory
+// (fresh pages from the kernel: state/table_memory.hpp) is an empty table as it is.
 struct StoredKey {
   static constexpr std::size_t inline_capacity = 15;
-  static constexpr std::uint8_t tag_long = 0x80;
-  static constexpr std::uint8_t tag_empty = 0xFF;
+  static constexpr std::uint8_t tag_inline = 0x80; // | the size
+  static constexpr std::uint8_t tag_long = 0x0F;
+  static constexpr std::uint8_t tag_empty = 0x00;
   static constexpr std::uint8_t tag_stamp = 0x70; // the mark stamp, 0 to 7
   static constexpr unsigned stamp_shift = 4;
 
@@ -101,7 +104,7 @@ struct StoredKey {
 
   bool empty() const { return tag == tag_empty; }
   bool is_long() const { return (tag & ~tag_stamp) == tag_long; }
-  std::uint8_t inline_size() const { return static_cast<std::uint8_t>(tag & ~tag_stamp); }
+  std::uint8_t inline_size() const { return static_cast<std::uint8_t>(tag & 0x0F); }
   // The mark stamp of an entry (not of an empty slot).
   std::uint8_t stamp() const { return static_cast<std::uint8_t>((tag & tag_stamp) >> stamp_shift); }
   void set_stamp(std::uint8_t s) {
@@ -157,7 +160,7 @@ struct KeyProbe {
     std::memset(&image, 0, sizeof image);
     if (k.size() <= StoredKey::inline_capacity) {
       copy_short(image.bytes, k.data(), k.size());
-      image.tag = static_cast<std::uint8_t>(k.size());
+      image.tag = static_cast<std::uint8_t>(StoredKey::tag_inline | k.size());
     } else {
       image.tag = StoredKey::tag_long;
     }
@@ -685,13 +688,15 @@ private:
   void* allocate_bytes(std::size_t bytes) {
     return memory_ != nullptr ? memory_->allocate(bytes, slot_align) : allocate_table(bytes, slot_align);
   }
+  // Empty slots: all zero bytes (tag_empty is 0). A large table from allocate_zeroed_table is
+  // fresh pages, zero already: a restore then writes each of its bytes once, not twice.
   Slot* allocate_slots(std::uint32_t capacity) {
-    void* raw = allocate_bytes(sizeof(Slot) * capacity);
+    const std::size_t bytes = sizeof(Slot) * capacity;
+    void* raw = memory_ != nullptr ? memory_->allocate(bytes, slot_align) : allocate_zeroed_table(bytes, slot_align);
     Slot* slots = static_cast<Slot*>(raw);
-    for (std::uint32_t i = 0; i < capacity; ++i) {
-      ::new (static_cast<void*>(&slots[i])) Slot();
-      slots[i].key.tag = detail::StoredKey::tag_empty;
-    }
+    for (std::uint32_t i = 0; i < capacity; ++i) ::new (static_cast<void*>(&slots[i])) Slot(); // writes nothing
+    // After the constructors: GCC drops stores made before an object's constructor runs.
+    if (memory_ != nullptr) std::memset(raw, 0, bytes);
     return slots;
   }
 

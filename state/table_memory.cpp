@@ -1,6 +1,7 @@
 #include "state/table_memory.hpp"
 
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <sys/mman.h>
 #include <unordered_set>
@@ -39,8 +40,16 @@ std::unordered_set<void*>& fallbacks() {
 
 } // namespace
 
-void* allocate_table(std::size_t bytes, std::align_val_t align) {
-  if (bytes < large_table_bytes || static_cast<std::size_t>(align) > small_page) return ::operator new(bytes, align);
+namespace {
+
+struct Block {
+  void* p;
+  bool zeroed; // fresh pages from mmap
+};
+
+Block allocate(std::size_t bytes, std::align_val_t align) {
+  if (bytes < large_table_bytes || static_cast<std::size_t>(align) > small_page)
+    return {::operator new(bytes, align), false};
   const std::size_t length = round_up(bytes, small_page);
   void* p = map_aligned(length);
   if (p == nullptr) {
@@ -52,7 +61,7 @@ void* allocate_table(std::size_t bytes, std::align_val_t align) {
       ::operator delete(q, align);
       throw;
     }
-    return q;
+    return {q, false};
   }
   // Advice only: a kernel without THP, or one that cannot populate now (memory is short),
   // leaves plain pages that fault in as they are touched.
@@ -60,7 +69,17 @@ void* allocate_table(std::size_t bytes, std::align_val_t align) {
 #ifdef MADV_POPULATE_WRITE
   (void)::madvise(p, length, MADV_POPULATE_WRITE);
 #endif
-  return p;
+  return {p, true};
+}
+
+} // namespace
+
+void* allocate_table(std::size_t bytes, std::align_val_t align) { return allocate(bytes, align).p; }
+
+void* allocate_zeroed_table(std::size_t bytes, std::align_val_t align) {
+  const Block b = allocate(bytes, align);
+  if (!b.zeroed) std::memset(b.p, 0, bytes);
+  return b.p;
 }
 
 void free_table(void* p, std::size_t bytes, std::align_val_t align) noexcept {

@@ -25,7 +25,11 @@ inline constexpr std::size_t large_table_bytes = std::size_t{2} << 20;
 
 // `bytes` with `align` (at most a page); throws std::bad_alloc when there is no memory.
 void* allocate_table(std::size_t bytes, std::align_val_t align);
-// A block of allocate_table with the same bytes and align; nullptr is ignored.
+// The same, every byte zero: a block from mmap is fresh pages, zero already (a restore then
+// writes each byte of a table once, not twice); a smaller one is cleared.
+void* allocate_zeroed_table(std::size_t bytes, std::align_val_t align);
+// A block of allocate_table or allocate_zeroed_table with the same bytes and align; nullptr is
+// ignored.
 void free_table(void* p, std::size_t bytes, std::align_val_t align) noexcept;
 
 } // namespace streamctl::state

@@ -45,7 +45,12 @@ struct Tracked {
     entries.take(
         out,
         [&](std::string_view key, std::uint64_t hash) { return map.unmark(key, hash); },
-        [&](std::uint32_t group) { map.unmark_group(group); });
+        [&](std::uint32_t group) { map.unmark_group(group); },
+        [&](std::string_view key, std::uint64_t hash) {
+          CHECK(hash == hash_key_bytes(key));
+          prefetched.emplace_back(key);
+          map.prefetch(hash);
+        });
     std::map<std::uint32_t, std::vector<std::string>> by_group;
     for (auto& e : out) {
       std::sort(e.keys.begin(), e.keys.end());
@@ -63,6 +68,7 @@ struct Tracked {
 
   KeyedMap<int> map;
   ChangedEntries entries;
+  std::vector<std::string> prefetched; // by take(), in order
 };
 
 // Keys of key group `g`, `n` of them.
@@ -151,4 +157,22 @@ TEST_CASE("changed entries: keys outside the range are not this subtask's", "[st
     t.entries.record(group_of(key), key, hash_of(key), 100); // outside: ignored
   }
   for (const auto& [g, keys] : t.take()) CHECK(g < 4);
+}
+
+TEST_CASE("changed entries: a take prefetches each logged key a few keys before it unmarks it",
+          "[state][delta]") {
+  Tracked t;
+  const std::vector<std::string> keys = keys_of_group(3, 200);
+  for (const auto& key : keys) t.update(key);
+  t.take();
+  const std::size_t changed = 40;
+  for (std::size_t k = 0; k < changed; ++k) t.update(keys[k]);
+  t.update(keys[0]); // again: logged once
+  auto taken = t.take();
+  REQUIRE(taken.size() == 1);
+  CHECK(taken.at(3).size() == changed);
+  // The first prefetch_distance keys are unmarked without one (nothing is ahead of them yet).
+  std::vector<std::string> expected(keys.begin() + ChangedEntries::prefetch_distance, keys.begin() + changed);
+  CHECK(t.prefetched == expected);
+  CHECK(t.marked() == 0);
 }

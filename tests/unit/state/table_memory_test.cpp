@@ -42,6 +42,22 @@ TEST_CASE("a large block starts on a huge page boundary and is zeroed", "[state]
   free_table(p, bytes, std::align_val_t(64));
 }
 
+TEST_CASE("a zeroed block is zero at every size, also where memory was used before", "[state][table_memory]") {
+  for (std::size_t bytes : {std::size_t{64}, std::size_t{4096} + 64, large_table_bytes - 64, large_table_bytes,
+                            3 * large_table_bytes + 192}) {
+    INFO("bytes " << bytes);
+    for (int round = 0; round < 3; ++round) { // the allocator hands back what was freed, dirty
+      auto* p = static_cast<unsigned char*>(allocate_zeroed_table(bytes, std::align_val_t(64)));
+      REQUIRE(p != nullptr);
+      std::size_t nonzero = 0;
+      for (std::size_t i = 0; i < bytes; ++i) nonzero += p[i] != 0;
+      CHECK(nonzero == 0);
+      std::memset(p, 0xA5, bytes);
+      free_table(p, bytes, std::align_val_t(64));
+    }
+  }
+}
+
 TEST_CASE("KeyedMap with key group tables of many megabytes grows, erases and frees them", "[state][table_memory]") {
   // One key group of 200,000 entries: its table is several MB, from mmap, and grows through
   // tables on both sides of large_table_bytes.
