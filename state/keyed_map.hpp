@@ -16,9 +16,11 @@
 // so a KeyedMap<std::int64_t> slot is 32 bytes and a lookup usually touches one cache line
 // (slots are 64-byte aligned). The hash is compared before any key byte. Tables use Robin Hood
 // linear probing, ordered by the high bits of the hash (the low bits pick the key group, so they
-// are nearly constant within a group): a lookup of an absent key stops as soon as it meets a key
-// that sits nearer its home slot. Erase uses backward-shift deletion (no tombstones). A table
-// doubles when it becomes 80% full and halves when it falls below 10% (never below 8 slots).
+// are nearly constant within a group), which a multiply-shift turns into a home slot in a table
+// of any capacity: a lookup of an absent key stops as soon as it meets a key that sits nearer
+// its home slot. Erase uses backward-shift deletion (no tombstones). A table doubles when it
+// becomes 80% full and shrinks when it falls below 10% (never below 8 slots); one reserved for a
+// known number of entries (a restore) is sized for 75%.
 //
 // Change marks (incremental checkpoints, state/changed_entries.hpp): a 3-bit stamp per entry,
 // kept in the key's tag byte so that it costs no memory and setting it touches only the slot the
@@ -40,6 +42,7 @@
 // const for_each_in_group and group_size while this one changes others. Debug builds then check
 // every change (set_write_check).
 
+#include <algorithm>
 #include <bit>
 #include <concepts>
 #include <cstddef>
@@ -358,7 +361,8 @@ public:
     constexpr std::uint32_t slots_per_line = sizeof(Slot) >= 64 ? 1 : 64 / sizeof(Slot);
     const std::uint32_t home = g.home(hash);
     __builtin_prefetch(&g.slots[home]);
-    __builtin_prefetch(&g.slots[(home + slots_per_line) & g.mask]); // wraps as a probe does
+    const std::uint32_t next_line = home + slots_per_line;
+    __builtin_prefetch(&g.slots[next_line < g.cap ? next_line : next_line - g.cap]); // wraps as a probe does
   }
 
   std::size_t size() const { return size_; }
@@ -422,14 +426,14 @@ public:
     while (!g.slots[start].key.empty())
       ++start;
     std::size_t erased = 0;
-    std::uint32_t i = (start + 1) & g.mask;
+    std::uint32_t i = g.next(start);
     while (i != start) {
       Slot& s = g.slots[i];
       if (!s.key.empty() && pred(detail::key_view(s.key, g.long_keys.get()), s.value)) {
         erase_at(g, i); // an unvisited entry may now be in slot i: look at it again
         ++erased;
       } else {
-        i = (i + 1) & g.mask;
+        i = g.next(i);
       }
     }
     if (erased > 0) after_erase(g);
@@ -464,10 +468,9 @@ public:
     Group& g = from.group_at(key_group);
     release(to);
     to.slots = std::exchange(g.slots, nullptr);
-    to.mask = std::exchange(g.mask, 0);
+    to.cap = std::exchange(g.cap, 0);
     to.size = std::exchange(g.size, 0);
     to.grow_at = std::exchange(g.grow_at, 0);
-    to.shift = std::exchange(g.shift, 0);
     to.epoch = std::exchange(g.epoch, 1);
     to.long_keys = std::move(g.long_keys);
     size_ += to.size;
@@ -495,10 +498,9 @@ public:
     for (std::uint32_t i = 0; i < g.capacity(); ++i)
       ::new (static_cast<void*>(&copy.slots[i])) Slot(); // initialises nothing: a no-op
     std::memcpy(static_cast<void*>(copy.slots), g.slots, sizeof(Slot) * g.capacity());
-    copy.mask = g.mask;
+    copy.cap = g.cap;
     copy.size = g.size;
     copy.grow_at = g.grow_at;
-    copy.shift = g.shift;
     copy.epoch = g.epoch;
     if (g.long_keys) copy.long_keys = std::make_unique<detail::LongKeyStore>(*g.long_keys);
     to.size_ += copy.size;
@@ -531,19 +533,27 @@ private:
   };
 
   struct Group {
-    Slot* slots = nullptr; // capacity() slots, or nullptr
-    std::uint32_t mask = 0;
+    Slot* slots = nullptr;     // cap slots, or nullptr
+    std::uint32_t cap = 0;     // any number of slots (0 without a table)
     std::uint32_t size = 0;
     std::uint32_t grow_at = 0; // size that triggers doubling (80% of capacity)
-    std::uint8_t shift = 0;    // 64 - log2(capacity): home slot = hash >> shift
     std::uint8_t epoch = 1;    // entries stamped with it are marked (1 to max_epoch)
     std::unique_ptr<detail::LongKeyStore> long_keys;
 
-    std::uint32_t capacity() const { return slots == nullptr ? 0 : mask + 1; }
+    std::uint32_t capacity() const { return cap; }
+    // The high 32 bits of the hash scaled to [0, cap) (a multiply and a shift, Lemire's
+    // "fastrange"): monotonic in the hash, as Robin Hood order needs, and any capacity works,
+    // so that a table sized for a restore is not rounded up to a power of two (at 49% load,
+    // as 257 k entries a group made, the kernel spent a third of a restore clearing pages).
     std::uint32_t home(std::uint64_t hash) const {
-      return static_cast<std::uint32_t>(hash >> shift);
+      return static_cast<std::uint32_t>(((hash >> 32) * cap) >> 32);
     }
-    std::uint32_t distance(std::uint32_t i) const { return (i - home(slots[i].hash)) & mask; }
+    std::uint32_t next(std::uint32_t i) const { return i + 1 == cap ? 0 : i + 1; }
+    std::uint32_t prev(std::uint32_t i) const { return i == 0 ? cap - 1 : i - 1; }
+    std::uint32_t distance(std::uint32_t i) const {
+      const std::uint32_t h = home(slots[i].hash);
+      return i >= h ? i - h : i + cap - h;
+    }
   };
 
   static constexpr std::uint32_t npos = UINT32_MAX;
@@ -581,7 +591,7 @@ private:
                                   std::uint64_t hash) {
     if (g.size == 0) return npos;
     std::uint32_t i = g.home(hash);
-    for (std::uint32_t d = 0;; ++d, i = (i + 1) & g.mask) {
+    for (std::uint32_t d = 0;; ++d, i = g.next(i)) {
       const Slot& s = g.slots[i];
       if (s.key.empty()) return npos;
       if (s.hash == hash) {
@@ -637,13 +647,13 @@ private:
   static Slot& place(Group& g, std::uint64_t hash) {
     std::uint32_t i = g.home(hash);
     for (std::uint32_t d = 0; !g.slots[i].key.empty() && g.distance(i) >= d; ++d)
-      i = (i + 1) & g.mask;
+      i = g.next(i);
     if (!g.slots[i].key.empty()) {
       std::uint32_t j = i;
       while (!g.slots[j].key.empty())
-        j = (j + 1) & g.mask;
+        j = g.next(j);
       while (j != i) {
-        std::uint32_t prev = (j - 1) & g.mask;
+        std::uint32_t prev = g.prev(j);
         move_slot(g.slots[j], g.slots[prev]);
         j = prev;
       }
@@ -656,8 +666,8 @@ private:
     Slot* s = &g.slots[i];
     s->value.~V();
     if (s->key.is_long()) g.long_keys->release(s->key.long_size());
-    for (std::uint32_t next = (i + 1) & g.mask; !g.slots[next].key.empty() && g.distance(next) > 0;
-         next = (next + 1) & g.mask) {
+    for (std::uint32_t next = g.next(i); !g.slots[next].key.empty() && g.distance(next) > 0;
+         next = g.next(next)) {
       move_slot(*s, g.slots[next]);
       s = &g.slots[next];
     }
@@ -676,11 +686,12 @@ private:
       compact_long_keys(g);
   }
 
-  // The smallest power of two (at least 8) that holds n entries under 80% load.
+  // A capacity that holds n entries at about 75% load (a multiple of 8, at least 8): below the
+  // 80% that makes a table grow, so that a table reserved for a restore takes a few inserts
+  // more before it doubles, with probes not much longer than at the 40-80% of doubling.
   static std::uint32_t capacity_for(std::size_t n) {
-    std::size_t cap = min_capacity;
-    while (n * 5 > cap * 4)
-      cap *= 2;
+    std::size_t cap = (n * 4 + 2) / 3;
+    cap = std::max<std::size_t>(min_capacity, (cap + 7) / 8 * 8);
     STREAMCTL_STATE_ASSERT(cap <= (std::size_t{1} << 31), "key group table too large");
     return static_cast<std::uint32_t>(cap);
   }
@@ -712,8 +723,7 @@ private:
   void rehash(Group& g, std::uint32_t capacity) {
     Group fresh;
     fresh.slots = allocate_slots(capacity);
-    fresh.mask = capacity - 1;
-    fresh.shift = static_cast<std::uint8_t>(64 - std::countr_zero(capacity));
+    fresh.cap = capacity;
     std::uint32_t old_capacity = g.capacity();
     for (std::uint32_t i = 0; i < old_capacity; ++i) {
       Slot& from = g.slots[i];
@@ -723,8 +733,7 @@ private:
     }
     if (g.slots != nullptr) free_slots(g.slots, old_capacity);
     g.slots = fresh.slots;
-    g.mask = fresh.mask;
-    g.shift = fresh.shift;
+    g.cap = fresh.cap;
     g.grow_at = static_cast<std::uint32_t>(std::size_t{capacity} * 4 / 5);
     fresh.slots = nullptr;
   }
@@ -746,10 +755,9 @@ private:
   void release(Group& g) {
     if (g.slots != nullptr) free_slots(g.slots, g.capacity());
     g.slots = nullptr;
-    g.mask = 0;
+    g.cap = 0;
     g.size = 0;
     g.grow_at = 0;
-    g.shift = 0;
     g.epoch = 1;
     g.long_keys.reset();
   }

@@ -522,3 +522,37 @@ TEST_CASE("KeyedMap unmarks whole groups through many epochs", "[state][keyed_ma
     for (const std::string& k : keys) CHECK_FALSE(map.marked(k, hash_key_bytes(k)));
   }
 }
+
+TEST_CASE("KeyedMap reserves a table of any capacity, not a power of two", "[state][keyed_map]") {
+  // One key group: a restore reserves a group's table for the entries its segment holds. At
+  // 257 k entries a power of two was 49% full (twice the memory for the kernel to clear).
+  for (std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{100}, std::size_t{12345}, std::size_t{257813}}) {
+    INFO("entries " << n);
+    std::vector<Key> keys = make_keys(n, n);
+    KeyedMap<std::int64_t> map({0, 1}, 1);
+    const std::size_t empty = map.memory_bytes();
+    map.reserve_group(0, n);
+    const std::size_t reserved = map.memory_bytes() - empty;
+    // About n / 0.75 slots of 32 bytes, a multiple of 8 slots (at least 8).
+    CHECK(reserved >= n * 4 / 3 * 32);
+    CHECK(reserved <= (n * 4 / 3 + 16) * 32);
+    std::size_t mismatches = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      bool inserted = false;
+      map.get_or_insert(keys[k].bytes, keys[k].hash, &inserted) = static_cast<std::int64_t>(k);
+      mismatches += !inserted;
+    }
+    // No growth: the table holds them all at 75% (long keys take memory of their own).
+    std::size_t long_key_bytes = 0;
+    for (const Key& k : keys) long_key_bytes += k.bytes.size() > 15 ? k.bytes.size() : 0;
+    CHECK(map.memory_bytes() - empty - reserved <= 2 * long_key_bytes + 4096);
+    // Entries whose probes wrap past the table's end are found and erased as the others.
+    for (std::size_t k = 0; k < n; k += 2) mismatches += !map.erase(keys[k].bytes, keys[k].hash);
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::int64_t* v = map.find(keys[k].bytes, keys[k].hash);
+      mismatches += k % 2 == 0 ? v != nullptr : (v == nullptr || *v != static_cast<std::int64_t>(k));
+    }
+    CHECK(mismatches == 0);
+    CHECK(map.size() == n / 2);
+  }
+}
