@@ -211,17 +211,14 @@ public:
     if (!state::ChangedEntries::delta_pays(keys.size(), rows_->group_size(key_group))) return false;
     std::vector<std::pair<std::string_view, const Row*>> written;
     std::vector<std::string_view> erased;
-    // Hashed first and prefetched a few ahead, the finds' cache misses overlap (this runs at
-    // the barrier, holding the task).
-    std::vector<std::uint64_t> hashes;
-    hashes.reserve(keys.size());
-    for (const std::string& key : keys) hashes.push_back(state::hash_key_bytes(key));
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      if (i + state::ChangedEntries::prefetch_distance < keys.size())
-        rows_->prefetch(hashes[i + state::ChangedEntries::prefetch_distance]);
-      if (const Row* row = rows_->find(keys[i], hashes[i])) written.emplace_back(keys[i], row);
-      else erased.push_back(keys[i]);
-    }
+    // Hashed first, so that the finds' cache misses overlap (KeyedMap::find_each).
+    std::vector<std::pair<std::string_view, std::uint64_t>> probes;
+    probes.reserve(keys.size());
+    for (const std::string& key : keys) probes.emplace_back(key, state::hash_key_bytes(key));
+    rows_->find_each(probes, [&](std::size_t i, const Row* row) {
+      if (row) written.emplace_back(probes[i].first, row);
+      else erased.push_back(probes[i].first);
+    });
     state::StateWriter w(out);
     w.header('r');
     w.u8(ttl_ms_ > 0 ? 1 : 0);

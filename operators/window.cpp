@@ -492,16 +492,11 @@ public:
         if (!read_zigzag_varint(key, start)) continue; // cannot be: we made it
         probes.emplace_back(map_key, window_hash(key_group, state::hash_key_bytes(key), start));
       }
-      // Each find is a cache miss at a random place of the group's table: hashed first, and
-      // prefetched a few ahead, they overlap (this runs at the barrier, holding the task).
-      const auto& windows = *domains_[di].windows;
-      for (std::size_t i = 0; i < probes.size(); ++i) {
-        if (i + state::ChangedEntries::prefetch_distance < probes.size())
-          windows.prefetch(probes[i + state::ChangedEntries::prefetch_distance].second);
-        const auto& [map_key, hash] = probes[i];
-        if (const Cell* cell = windows.find(map_key, hash)) written.emplace_back(map_key, cell);
-        else erased.push_back(map_key);
-      }
+      // Hashed first, so that the finds' cache misses overlap (KeyedMap::find_each).
+      domains_[di].windows->find_each(probes, [&](std::size_t i, const Cell* cell) {
+        if (cell) written.emplace_back(probes[i].first, cell);
+        else erased.push_back(probes[i].first);
+      });
       w.varint(written.size());
       for (const auto& [map_key, cell] : written) {
         std::string_view key = map_key;
