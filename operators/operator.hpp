@@ -139,6 +139,19 @@ public:
                                         std::string& /*out*/) const {
     return false;
   }
+  // Deltas serialised off the task: called at the barrier right after take_changed_entries
+  // (nothing changed in between), with some of the deltas the snapshot writes (`deltas`: group,
+  // and the keys as snapshot_key_group_delta would get them). For those whose entries the
+  // operator copied as it took them (each key of the delta among them), returns the copies as
+  // a FrozenKeyGroups of groups copied already (state/frozen_key_groups.hpp), its groups in the
+  // order given; each serialises, on the snapshot writer's thread, into exactly the bytes
+  // snapshot_key_group_delta would append now. The rest, and all of them when it returns
+  // nullptr (the default), are written by snapshot_key_group_delta. Saves the task a second
+  // probe per changed entry and the serialising (issue 12: the pause at the barrier).
+  virtual std::shared_ptr<state::FrozenKeyGroups>
+  defer_key_group_deltas(const std::vector<std::pair<std::uint32_t, const std::vector<std::string>*>>& /*deltas*/) {
+    return nullptr;
+  }
   // Deferred snapshots ([checkpoint] snapshot = "deferred"; state/frozen_key_groups.hpp).
   // Called on the task thread at a barrier, between batches, instead of snapshot_key_group for
   // `groups` (of this subtask's range, sorted: those the checkpoint writes whole): freezes them

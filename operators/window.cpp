@@ -450,11 +450,22 @@ public:
   // mark is in its domain's map.
   bool take_changed_entries(std::vector<state::GroupEntries>& out) override {
     freezer_.thaw_all(); // unmarking writes the groups' slots
+    drop_captures();
+    // Where blocks are inline bytes, the unmark's probe copies each changed window too, so that
+    // its delta is serialised later from the copy (defer_key_group_deltas) instead of found
+    // again and serialised at the barrier.
+    const bool capture = inline_blocks_ && aggregates_.plain_bytes();
+    const std::size_t first = out.size();
     entries_.take(
         out,
-        [&](std::string_view tracked, std::uint64_t hash) {
+        [&](std::string_view tracked, std::uint64_t hash) -> std::optional<bool> {
           const int di = static_cast<unsigned char>(tracked[0]);
-          return domains_[di].windows->unmark(tracked.substr(1), hash);
+          if (!capture) return domains_[di].windows->unmark(tracked.substr(1), hash);
+          bool was_marked = false;
+          const Cell* cell = domains_[di].windows->unmark_find(tracked.substr(1), hash, was_marked);
+          if (cell == nullptr) return std::nullopt;
+          if (was_marked) capture_of(group_of_(hash)).add_written(tracked, *cell);
+          return was_marked;
         },
         [&](std::uint32_t group) {
           for (Domain& d : domains_) d.windows->unmark_group(group);
@@ -462,7 +473,43 @@ public:
         [&](std::string_view tracked, std::uint64_t hash) {
           domains_[static_cast<unsigned char>(tracked[0])].windows->prefetch(hash);
         });
+    if (capture) {
+      // A take gives a group's keys present and marked first, in the order copied, then those
+      // erased (ChangedEntries::take).
+      for (std::size_t i = first; i < out.size(); ++i) {
+        DeltaCapture& c = capture_of(out[i].key_group);
+        for (std::size_t k = c.written; k < out[i].keys.size(); ++k) c.add_erased(out[i].keys[k]);
+      }
+      captured_ = true;
+    }
     return true;
+  }
+
+  std::shared_ptr<state::FrozenKeyGroups> defer_key_group_deltas(
+      const std::vector<std::pair<std::uint32_t, const std::vector<std::string>*>>& deltas) override {
+    if (!captured_) return nullptr;
+    captured_ = false; // one snapshot's: the task changes the state after it
+    std::vector<std::uint32_t> groups;
+    std::vector<state::FrozenKeyGroups::GroupCopy> copies;
+    for (const auto& [group, keys] : deltas) {
+      if (!range_.contains(group)) continue;
+      DeltaCapture& c = captures_[group - range_.first];
+      // Every key of the delta was copied (the take's keys are each once), and the delta pays
+      // as snapshot_key_group_delta decides it.
+      if (keys->empty() || c.written + c.erased != keys->size() || !delta_pays(group, keys->size())) continue;
+      std::string timers;
+      state::StateWriter(timers).timers(*timers_, group); // shared by every group: read now
+      const std::size_t bytes = c.memory_bytes() + timers.size();
+      groups.push_back(group);
+      copies.push_back({[this, copy = std::move(c), timers = std::move(timers)](std::string& out) {
+                          write_captured_delta(copy, timers, out);
+                        },
+                        bytes});
+      c = DeltaCapture{};
+    }
+    drop_captures();
+    if (groups.empty()) return nullptr;
+    return freezer_.hold_copies(range_, std::move(groups), std::move(copies));
   }
 
   bool snapshot_key_group_delta(std::uint32_t key_group, const std::vector<std::string>& keys,
@@ -470,19 +517,13 @@ public:
     if (!range_.contains(key_group)) return false;
     // Much of the group changed (the keys of several takes): written whole, which is cheaper
     // to write than a delta of as many entries (state/changed_entries.hpp).
-    const std::size_t entries =
-        domains_[0].windows->group_size(key_group) + domains_[1].windows->group_size(key_group);
-    if (!state::ChangedEntries::delta_pays(keys.size(), entries)) return false;
+    if (!delta_pays(key_group, keys.size())) return false;
     state::StateWriter w(out);
-    w.header('a');
-    w.zigzag(window_.size);
-    w.zigzag(window_.slide);
-    std::vector<std::pair<std::string_view, const Cell*>> written;
-    std::vector<std::string_view> erased;
+    write_delta_header(w);
+    DeltaEntries entries;
     std::vector<std::pair<std::string_view, std::uint64_t>> probes; // map key, hash
     for (int di = 0; di < 2; ++di) {
-      written.clear();
-      erased.clear();
+      entries.clear();
       probes.clear();
       for (const std::string& tracked : keys) {
         if (tracked.empty() || static_cast<int>(static_cast<unsigned char>(tracked[0])) != di) continue;
@@ -494,26 +535,10 @@ public:
       }
       // Hashed first, so that the finds' cache misses overlap (KeyedMap::find_each).
       domains_[di].windows->find_each(probes, [&](std::size_t i, const Cell* cell) {
-        if (cell) written.emplace_back(probes[i].first, cell);
-        else erased.push_back(probes[i].first);
+        if (cell) entries.written.emplace_back(probes[i].first, cell);
+        else entries.erased.push_back(probes[i].first);
       });
-      w.varint(written.size());
-      for (const auto& [map_key, cell] : written) {
-        std::string_view key = map_key;
-        std::int64_t start = 0;
-        read_zigzag_varint(key, start);
-        w.zigzag(start);
-        w.bytes(key);
-        aggregates_.serialize(block_of(const_cast<Cell&>(*cell)), out);
-      }
-      w.varint(erased.size());
-      for (std::string_view map_key : erased) {
-        std::string_view key = map_key;
-        std::int64_t start = 0;
-        read_zigzag_varint(key, start);
-        w.zigzag(start);
-        w.bytes(key);
-      }
+      write_delta_domain(w, entries, out);
     }
     w.timers(*timers_, key_group);
     return true;
@@ -1011,6 +1036,106 @@ private:
     if (keep) schedule(d, true, group, end + window_.allowed_lateness, end);
   }
 
+  // --- deltas (the keyed_delta segment above) ---
+
+  bool delta_pays(std::uint32_t key_group, std::size_t changed) const {
+    const std::size_t entries =
+        domains_[0].windows->group_size(key_group) + domains_[1].windows->group_size(key_group);
+    return state::ChangedEntries::delta_pays(changed, entries);
+  }
+  void write_delta_header(state::StateWriter& w) const {
+    w.header('a');
+    w.zigzag(window_.size);
+    w.zigzag(window_.slide);
+  }
+  // One time domain's windows of a delta: map key and window, or map key alone when erased.
+  struct DeltaEntries {
+    std::vector<std::pair<std::string_view, const Cell*>> written;
+    std::vector<std::string_view> erased;
+    void clear() {
+      written.clear();
+      erased.clear();
+    }
+  };
+  void write_delta_domain(state::StateWriter& w, const DeltaEntries& entries, std::string& out) const {
+    w.varint(entries.written.size());
+    for (const auto& [map_key, cell] : entries.written) {
+      std::string_view key = map_key;
+      std::int64_t start = 0;
+      read_zigzag_varint(key, start);
+      w.zigzag(start);
+      w.bytes(key);
+      aggregates_.serialize(block_of(const_cast<Cell&>(*cell)), out);
+    }
+    w.varint(entries.erased.size());
+    for (std::string_view map_key : entries.erased) {
+      std::string_view key = map_key;
+      std::int64_t start = 0;
+      read_zigzag_varint(key, start);
+      w.zigzag(start);
+      w.bytes(key);
+    }
+  }
+
+  // The changed windows of one group as take_changed_entries found them (blocks inline and
+  // plain bytes only): what its delta is serialised from later. Memory only, host byte order.
+  struct DeltaCapture {
+    std::string keys;        // per window copied, then per window erased: u32 size, the tracked key
+    std::vector<Cell> cells; // per window copied, in order
+    std::size_t written = 0;
+    std::size_t erased = 0;
+    void add_written(std::string_view tracked, const Cell& cell) {
+      append_key(tracked);
+      cells.push_back(cell);
+      ++written;
+    }
+    void add_erased(std::string_view tracked) {
+      append_key(tracked);
+      ++erased;
+    }
+    void append_key(std::string_view tracked) {
+      const auto size = static_cast<std::uint32_t>(tracked.size());
+      keys.append(reinterpret_cast<const char*>(&size), sizeof size);
+      keys.append(tracked);
+    }
+    std::size_t memory_bytes() const { return keys.capacity() + cells.capacity() * sizeof(Cell); }
+  };
+  DeltaCapture& capture_of(std::uint32_t key_group) {
+    if (captures_.empty()) captures_.resize(range_.size());
+    const std::uint32_t at = key_group - range_.first;
+    if (!captures_[at].keys.empty() || captures_[at].erased > 0) return captures_[at];
+    captured_groups_.push_back(at);
+    return captures_[at];
+  }
+  // Frees what no snapshot took.
+  void drop_captures() {
+    for (std::uint32_t at : captured_groups_) captures_[at] = DeltaCapture{};
+    captured_groups_.clear();
+    captured_ = false;
+  }
+  // On the snapshot writer's thread: the delta of a group from its capture (reads only the
+  // configuration, and the capture) — the bytes snapshot_key_group_delta wrote at the barrier.
+  void write_captured_delta(const DeltaCapture& c, std::string_view timers, std::string& out) const {
+    state::StateWriter w(out);
+    write_delta_header(w);
+    DeltaEntries entries;
+    for (int di = 0; di < 2; ++di) {
+      entries.clear();
+      std::string_view rest = c.keys;
+      for (std::size_t i = 0; i < c.written + c.erased; ++i) {
+        std::uint32_t size = 0;
+        std::memcpy(&size, rest.data(), sizeof size);
+        const std::string_view tracked = rest.substr(sizeof size, size);
+        rest.remove_prefix(sizeof size + size);
+        if (tracked.empty() || static_cast<unsigned char>(tracked[0]) != di) continue;
+        if (i < c.written) entries.written.emplace_back(tracked.substr(1), &c.cells[i]);
+        else entries.erased.push_back(tracked.substr(1));
+      }
+      write_delta_domain(w, entries, out);
+    }
+    out.append(timers);
+  }
+
   const bool inline_blocks_;
   // Records ahead to prefetch: prefetch_windows over the windows a record belongs to.
   const std::size_t prefetch_distance_ = static_cast<std::size_t>(std::max<std::int64_t>(
@@ -1031,6 +1156,11 @@ private:
   bool slide_cached_ = false;
   // scratch: per record to add, max_start_bytes of room for a window start, then its key bytes
   std::string keys_;
+  // The changed windows the last take_changed_entries copied, per group of the range (empty
+  // until then), for defer_key_group_deltas; `captured_groups_` lists those that hold some.
+  std::vector<DeltaCapture> captures_;
+  std::vector<std::uint32_t> captured_groups_;
+  bool captured_ = false; // captures_ are the take's just made, not yet deferred
   // Where deferred snapshots' copies of groups are made (shared with copies the writer holds).
   std::shared_ptr<state::RecycledMemory> copy_memory_;
   // Deferred snapshots: the groups frozen at the last barrier (see freeze_key_groups). Last, so

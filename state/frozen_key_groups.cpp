@@ -18,6 +18,20 @@ FrozenKeyGroups::FrozenKeyGroups(KeyGroupRange range, std::vector<std::uint32_t>
   }
 }
 
+FrozenKeyGroups::FrozenKeyGroups(KeyGroupRange range, std::vector<std::uint32_t> groups,
+                                 std::vector<GroupCopy> copies)
+    : FrozenKeyGroups(range, std::move(groups), Serialise{}, Copy{}) {
+  STREAMCTL_STATE_ASSERT(copies.size() == groups_.size(), "a copy for each group");
+  copies_ = std::move(copies);
+  std::size_t held = 0;
+  for (std::size_t i = 0; i < groups_.size(); ++i) {
+    held += copies_[i].bytes;
+    states_[i].store(copied, std::memory_order_relaxed);
+  }
+  copies_held_.store(held, std::memory_order_relaxed);
+  unsettled_.store(0, std::memory_order_release);
+}
+
 bool FrozenKeyGroups::unsettled(std::uint32_t key_group) const {
   if (!range_.contains(key_group)) return false;
   const std::int32_t i = index_of_[key_group - range_.first];
@@ -158,6 +172,14 @@ std::shared_ptr<FrozenKeyGroups> KeyGroupFreezer::freeze(KeyGroupRange range, st
   frozen_ = std::make_shared<FrozenKeyGroups>(range, std::move(groups), std::move(serialise), std::move(copy),
                                               copy_budget);
   return frozen_;
+}
+
+std::shared_ptr<FrozenKeyGroups> KeyGroupFreezer::hold_copies(KeyGroupRange range, std::vector<std::uint32_t> groups,
+                                                              std::vector<FrozenKeyGroups::GroupCopy> copies) {
+  std::erase_if(earlier_, [](const std::weak_ptr<FrozenKeyGroups>& f) { return f.expired(); });
+  auto held = std::make_shared<FrozenKeyGroups>(range, std::move(groups), std::move(copies));
+  earlier_.push_back(held);
+  return held;
 }
 
 void KeyGroupFreezer::abandon() {

@@ -75,6 +75,10 @@ public:
   // `groups`: distinct groups of `range`, in the order of the snapshot's segments.
   FrozenKeyGroups(KeyGroupRange range, std::vector<std::uint32_t> groups, Serialise serialise, Copy copy = {},
                   std::size_t copy_budget = default_copy_budget);
+  // Groups copied already at the barrier (`copies[i]` of `groups[i]`): nothing for the task to
+  // thaw, the writer serialises each copy. For what an operator copies as it takes its
+  // changes, such as the entries of a delta (Operator::defer_key_group_deltas).
+  FrozenKeyGroups(KeyGroupRange range, std::vector<std::uint32_t> groups, std::vector<GroupCopy> copies);
   FrozenKeyGroups(const FrozenKeyGroups&) = delete;
   FrozenKeyGroups& operator=(const FrozenKeyGroups&) = delete;
 
@@ -166,6 +170,11 @@ public:
   std::shared_ptr<FrozenKeyGroups> freeze(KeyGroupRange range, std::vector<std::uint32_t> groups,
                                           FrozenKeyGroups::Serialise serialise, FrozenKeyGroups::Copy copy = {},
                                           std::size_t copy_budget = FrozenKeyGroups::default_copy_budget);
+  // Copies made at the barrier (the constructor from copies), held so that the end of the
+  // operator abandons them, as it does what freeze() returned, if the writer has not yet
+  // serialised them: their serialisers may read the operator. The latest freeze stays frozen.
+  std::shared_ptr<FrozenKeyGroups> hold_copies(KeyGroupRange range, std::vector<std::uint32_t> groups,
+                                               std::vector<FrozenKeyGroups::GroupCopy> copies);
   void thaw(std::uint32_t key_group) {
     if (frozen_) frozen_->thaw(key_group);
   }
@@ -181,7 +190,7 @@ public:
 
 private:
   std::shared_ptr<FrozenKeyGroups> frozen_;
-  std::vector<std::weak_ptr<FrozenKeyGroups>> earlier_; // superseded sets, while someone holds them
+  std::vector<std::weak_ptr<FrozenKeyGroups>> earlier_; // superseded sets and held copies, while someone holds them
 };
 
 } // namespace streamctl::state

@@ -305,6 +305,17 @@ public:
     g.slots[i].key.set_stamp(0);
     return was;
   }
+  // unmark() that also gives the entry (nullptr: absent) for a caller that reads it in the same
+  // probe: a checkpoint copies the changed entries it unmarks (operators/window.cpp).
+  V* unmark_find(std::string_view key, std::uint64_t hash, bool& was_marked) {
+    check_write_hash(hash);
+    Group& g = group_for(hash);
+    std::uint32_t i = find_index(g, detail::KeyProbe(key), hash);
+    if (i == npos) return nullptr;
+    was_marked = g.slots[i].key.stamp() == g.epoch;
+    g.slots[i].key.set_stamp(0);
+    return &g.slots[i].value;
+  }
   // Clears the mark of every entry of `key_group`: the next epoch, which no entry is stamped
   // with (the stamps are 0 or of earlier epochs); after epoch 7 a scan stamps them all 0.
   void unmark_group(std::uint32_t key_group) {

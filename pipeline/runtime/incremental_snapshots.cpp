@@ -108,6 +108,7 @@ IncrementalSnapshots::Plan IncrementalSnapshots::plan(std::uint64_t id, const st
   Plan plan;
   plan.groups.resize(operators.size());
   plan.deltas.resize(operators.size());
+  plan.deltas_of_this_take.resize(operators.size());
   if (now.may_be_base && !start_full()) {
     plan.previous = base_->files;
     // Rolling wholes: the slice whose newest whole copy is oldest is written whole, and the
@@ -142,7 +143,8 @@ IncrementalSnapshots::Plan IncrementalSnapshots::plan(std::uint64_t id, const st
       std::map<std::uint32_t, std::vector<std::string>> deltas;
       std::map<std::uint32_t, int> takes; // how many takes gave keys of the group
       std::set<std::uint32_t> whole(rolled.begin(), rolled.end());
-      auto add = [&](const Taken& t) {
+      std::set<std::uint32_t> taken_now; // groups that the take just made gave keys of
+      auto add = [&](const Taken& t, bool is_now) {
         if (!t.entries[k]) {
           whole.insert(t.changed[k]->begin(), t.changed[k]->end());
           return;
@@ -154,13 +156,15 @@ IncrementalSnapshots::Plan IncrementalSnapshots::plan(std::uint64_t id, const st
           } else if (!whole.count(g)) {
             deltas[g].insert(deltas[g].end(), e->second.begin(), e->second.end());
             ++takes[g];
+            if (is_now) taken_now.insert(g);
           }
         }
       };
-      for (const auto& [earlier, t] : taken_) add(t);
-      add(now);
+      for (const auto& [earlier, t] : taken_) add(t, false);
+      add(now, true);
       for (auto& [g, keys] : deltas) {
         if (whole.count(g)) continue;
+        if (takes[g] == 1 && taken_now.count(g)) plan.deltas_of_this_take[k].insert(g);
         if (takes[g] > 1) {
           std::sort(keys.begin(), keys.end());
           keys.erase(std::unique(keys.begin(), keys.end()), keys.end());

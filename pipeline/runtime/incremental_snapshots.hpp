@@ -54,6 +54,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,11 @@ public:
     // Per operator, of its groups above: those to write as deltas, each with the keys changed
     // since the base (each once; Operator::snapshot_key_group_delta).
     std::vector<std::map<std::uint32_t, std::vector<std::string>>> deltas;
+    // Per operator, the groups of `deltas` whose keys are those of this snapshot's take alone,
+    // as the take gave them: the operator may write these from what it copied as it took them
+    // (Operator::defer_key_group_deltas). The others' keys are several takes' (a checkpoint
+    // in between did not complete).
+    std::vector<std::set<std::uint32_t>> deltas_of_this_take;
     bool incremental() const { return !previous.empty(); }
   };
 

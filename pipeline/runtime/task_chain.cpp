@@ -1,6 +1,7 @@
 #include "pipeline/runtime/task_chain.hpp"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "pipeline/runtime/checkpoint_restore.hpp"
 
@@ -226,7 +227,25 @@ void operator_segments(operators::Operator& op, const std::string& node, std::si
       incremental && k < plan->deltas.size() ? &plan->deltas[k] : nullptr;
   std::vector<std::uint32_t> whole;       // deferred: the groups written whole ...
   std::vector<std::size_t> whole_segment; // ... and their segments' places
+  // The deltas the operator copied as it took their changes, serialised by the writer (in
+  // either mode: a copy is never changed by the task).
+  std::shared_ptr<state::FrozenKeyGroups> delta_copies;
+  std::unordered_map<std::uint32_t, std::size_t> delta_copy_index;
+  if (deltas && !deltas->empty() && k < plan->deltas_of_this_take.size()) {
+    std::vector<std::pair<std::uint32_t, const std::vector<std::string>*>> wanted;
+    for (std::uint32_t group : plan->deltas_of_this_take[k])
+      if (auto d = deltas->find(group); d != deltas->end() && range.contains(group)) wanted.emplace_back(group, &d->second);
+    if ((delta_copies = op.defer_key_group_deltas(wanted)))
+      for (std::size_t i = 0; i < delta_copies->size(); ++i) delta_copy_index.emplace(delta_copies->group(i), i);
+  }
   auto write_group = [&](std::uint32_t group) {
+    if (auto c = delta_copy_index.find(group); c != delta_copy_index.end()) {
+      SnapshotSegment s{node, state::SegmentKind::KeyedDelta, group, {}};
+      s.frozen = delta_copies;
+      s.frozen_index = c->second;
+      segments.push_back(std::move(s));
+      return;
+    }
     if (deltas)
       if (auto d = deltas->find(group); d != deltas->end()) {
         SnapshotSegment s{node, state::SegmentKind::KeyedDelta, group, {}};

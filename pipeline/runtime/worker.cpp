@@ -527,7 +527,9 @@ private:
     // serialised here for nothing.
     if (snapshot_writer_) snapshot_writer_->drop_queued_before(barrier.checkpoint_id);
     const std::size_t late_groups = chain_->complete_deferred();
+    const auto planning = Clock::now();
     auto plan = incremental_snapshots().plan(barrier.checkpoint_id, barrier.directory, savepoint, chain_->operators());
+    const auto planned = Clock::now();
     if (!snapshot_writer_) snapshot_writer_ = std::make_unique<AsyncSnapshotWriter>(uploader_.get());
     TaskChain::EdgeSegments edges = chain_->snapshot_edges(barrier.checkpoint_id, savepoint);
     const bool forked = fork_snapshot(job, edges, plan);
@@ -546,14 +548,16 @@ private:
     if (pass_barrier_on) router_->send_barrier(barrier);
     if (barrier.stops_job) snapshot_state_ = barrier;
     else snapshot_state_.reset();
-    timing.pause_ms = static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
-    log_.debug("checkpoint {}: state taken in {} ms{}{}{}", barrier.checkpoint_id, timing.pause_ms,
-               forked ? " (forked)" : "",
+    const auto taken = Clock::now();
+    timing.pause_ms = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(taken - start).count());
+    auto ms = [](Clock::duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); };
+    log_.debug("checkpoint {}: state taken in {} ms{}{}{} (earlier freeze {} ms, changes {} ms, segments {} ms)",
+               barrier.checkpoint_id, timing.pause_ms, forked ? " (forked)" : "",
                deferred_groups > 0 ? " (" + std::to_string(deferred_groups) + " key group(s) deferred)" : "",
                late_groups > 0 ? ", " + std::to_string(late_groups) +
                                      " group(s) of the checkpoint before still frozen were serialised or copied first"
-                               : "");
+                               : "",
+               ms(planning - start), ms(planned - planning), ms(taken - planned));
   }
 
   IncrementalSnapshots& incremental_snapshots() {

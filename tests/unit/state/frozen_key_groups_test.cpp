@@ -288,3 +288,32 @@ TEST_CASE("a freezer at its end abandons earlier sets the writer still holds, no
   CHECK(first->take(0) == std::nullopt);
   CHECK(first->take(1) == std::nullopt);
 }
+
+TEST_CASE("copies made at the barrier: nothing to thaw, the writer serialises them, the freezer's end drops the rest",
+          "[deferred][frozen]") {
+  int copies_alive = 0;
+  auto copy_of = [&](std::uint32_t g) {
+    auto alive = std::shared_ptr<int>(&++copies_alive, [&](int*) { --copies_alive; });
+    return st::FrozenKeyGroups::GroupCopy{[alive, g](std::string& out) { out = "delta " + std::to_string(g); }, 10};
+  };
+  std::shared_ptr<st::FrozenKeyGroups> held;
+  {
+    st::KeyGroupFreezer freezer;
+    auto frozen = freezer.freeze({0, 8}, {1, 2}, [](std::uint32_t g, std::string& out) { out = std::to_string(g); });
+    held = freezer.hold_copies({0, 8}, {5, 3, 7}, {copy_of(5), copy_of(3), copy_of(7)});
+    CHECK(held->settled());
+    CHECK_FALSE(held->unsettled(5));
+    CHECK(held->size() == 3);
+    CHECK(held->group(1) == 3);
+    CHECK(freezer.unsettled(1)); // the freeze is still the freezer's latest, and still frozen
+    CHECK_FALSE(freezer.unsettled(5));
+    CHECK(held->take(1) == std::string("delta 3"));
+    CHECK(copies_alive == 2); // a copy is freed once written
+    CHECK(held->take(1) == std::nullopt); // taken once
+    freezer.thaw_all();                   // serialises 1 and 2, not the copies
+    CHECK(copies_alive == 2);
+  } // the operator's end: copies never written are dropped
+  CHECK(copies_alive == 0);
+  CHECK(held->take(0) == std::nullopt);
+  CHECK(held->take(2) == std::nullopt);
+}
