@@ -16,6 +16,7 @@
 #include "state/key_codec.hpp"
 #include "state/changed_entries.hpp"
 #include "state/changed_groups.hpp"
+#include "state/delta_captures.hpp"
 #include "state/frozen_key_groups.hpp"
 #include "state/key_group.hpp"
 #include "state/keyed_map.hpp"
@@ -86,6 +87,7 @@ public:
     rows_->set_write_check(&freezer_);
     changed_ = state::ChangedGroups(rows_->key_group_range());
     entries_ = state::ChangedEntries(rows_->key_group_range());
+    captures_ = state::DeltaCaptures<RowCapture>(rows_->key_group_range());
   }
 
   bool take_changed_key_groups(std::vector<std::uint32_t>& out) override {
@@ -158,11 +160,7 @@ public:
     w.header('R');
     w.u8(ttl_ms_ > 0 ? 1 : 0);
     w.varint(rows_->group_size(key_group));
-    rows_->for_each_in_group(key_group, [&](std::string_view key, const Row& row) {
-      w.bytes(key);
-      if (ttl_ms_ > 0) w.zigzag(row.last_seen());
-      aggregates_.serialize(row.block(), out);
-    });
+    rows_->for_each_in_group(key_group, [&](std::string_view key, const Row& row) { write_row(key, row, out); });
   }
 
   // Key-group delta segment (keyed_delta, state/snapshot_format.hpp): the rows of the group
@@ -193,14 +191,67 @@ public:
                            [this](std::uint32_t g, std::string& out) { snapshot_key_group(g, out); });
   }
 
+  // The unmark's probe of a changed row also serialises it, as the delta writes it, so that a
+  // delta of this take's keys alone is assembled later by the snapshot writer from those bytes
+  // (defer_key_group_deltas) rather than found again at the barrier.
   bool take_changed_entries(std::vector<state::GroupEntries>& out) override {
     freezer_.thaw_all(); // unmarking writes the groups' slots
+    captures_.drop();
+    const std::size_t first = out.size();
     entries_.take(
         out,
-        [&](std::string_view key, std::uint64_t hash) { return rows_->unmark(key, hash); },
+        [&](std::string_view key, std::uint64_t hash) -> std::optional<bool> {
+          bool was_marked = false;
+          const Row* row = rows_->unmark_find(key, hash, was_marked);
+          if (row == nullptr) return std::nullopt;
+          if (was_marked) {
+            RowCapture& c = captures_.of(rows_->key_group_of(hash));
+            write_row(key, *row, c.written);
+            ++c.rows;
+          }
+          return was_marked;
+        },
         [&](std::uint32_t group) { rows_->unmark_group(group); },
         [&](std::string_view, std::uint64_t hash) { rows_->prefetch(hash); });
+    // A take gives a group's keys present and marked first, in the order serialised, then
+    // those erased (ChangedEntries::take).
+    for (std::size_t i = first; i < out.size(); ++i) {
+      RowCapture& c = captures_.of(out[i].key_group);
+      state::StateWriter w(c.erased);
+      for (std::size_t k = c.rows; k < out[i].keys.size(); ++k) w.bytes(out[i].keys[k]);
+      c.erased_rows = out[i].keys.size() - c.rows;
+    }
+    captures_.mark_fresh();
     return true;
+  }
+
+  std::shared_ptr<state::FrozenKeyGroups> defer_key_group_deltas(
+      const std::vector<std::pair<std::uint32_t, const std::vector<std::string>*>>& deltas) override {
+    if (!rows_ || !captures_.take_fresh()) return nullptr; // one snapshot's: the task changes rows after it
+    std::vector<std::uint32_t> groups;
+    std::vector<state::FrozenKeyGroups::GroupCopy> copies;
+    for (const auto& [group, keys] : deltas) {
+      RowCapture* c = captures_.find(group);
+      // Every key of the delta was serialised (the take's keys are each once), and the delta
+      // pays as snapshot_key_group_delta decides it.
+      if (c == nullptr || keys->empty() || c->rows + c->erased_rows != keys->size() ||
+          !state::ChangedEntries::delta_pays(keys->size(), rows_->group_size(group)))
+        continue;
+      const std::size_t bytes = c->written.capacity() + c->erased.capacity();
+      groups.push_back(group);
+      copies.push_back({[with_ttl = ttl_ms_ > 0, copy = std::move(*c)](std::string& out) {
+                          state::StateWriter w(out);
+                          write_delta_header(w, with_ttl);
+                          w.varint(copy.rows);
+                          out.append(copy.written);
+                          w.varint(copy.erased_rows);
+                          out.append(copy.erased);
+                        },
+                        bytes});
+    }
+    captures_.drop();
+    if (groups.empty()) return nullptr;
+    return freezer_.hold_copies(rows_->key_group_range(), std::move(groups), std::move(copies));
   }
 
   bool snapshot_key_group_delta(std::uint32_t key_group, const std::vector<std::string>& keys,
@@ -220,14 +271,9 @@ public:
       else erased.push_back(probes[i].first);
     });
     state::StateWriter w(out);
-    w.header('r');
-    w.u8(ttl_ms_ > 0 ? 1 : 0);
+    write_delta_header(w, ttl_ms_ > 0);
     w.varint(written.size());
-    for (const auto& [key, row] : written) {
-      w.bytes(key);
-      if (ttl_ms_ > 0) w.zigzag(row->last_seen());
-      aggregates_.serialize(row->block(), out);
-    }
+    for (const auto& [key, row] : written) write_row(key, *row, out);
     w.varint(erased.size());
     for (std::string_view key : erased) w.bytes(key);
     return true;
@@ -410,11 +456,33 @@ private:
 
   KeyFields key_;
   Aggregates aggregates_;
+  // A row as the keyed segment and the delta hold it: bytes key, zigzag last_seen when the
+  // ttl is on, the aggregates block.
+  void write_row(std::string_view key, const Row& row, std::string& out) const {
+    state::StateWriter w(out);
+    w.bytes(key);
+    if (ttl_ms_ > 0) w.zigzag(row.last_seen());
+    aggregates_.serialize(row.block(), out);
+  }
+  static void write_delta_header(state::StateWriter& w, bool with_ttl) {
+    w.header('r');
+    w.u8(with_ttl ? 1 : 0);
+  }
+  // A changed group's rows as take_changed_entries serialised them, and the keys of those
+  // erased (the delta's two lists, without their counts).
+  struct RowCapture {
+    std::string written;
+    std::size_t rows = 0;
+    std::string erased;
+    std::size_t erased_rows = 0;
+  };
+
   std::int64_t ttl_ms_;
   std::int64_t last_sweep_ = 0;
   std::optional<state::KeyedMap<Row>> rows_;
   state::ChangedGroups changed_; // since the last incremental checkpoint
   state::ChangedEntries entries_; // the same, row by row
+  state::DeltaCaptures<RowCapture> captures_; // what the last take_changed_entries serialised
   std::string key_bytes_;
   state::RecordBuilder builder_;
   pipeline::EvalContext eval_;

@@ -15,6 +15,7 @@
 #include "operators/toml_order.hpp"
 #include "state/changed_entries.hpp"
 #include "state/changed_groups.hpp"
+#include "state/delta_captures.hpp"
 #include "state/barrier_timers.hpp"
 #include "state/frozen_key_groups.hpp"
 #include "state/key_codec.hpp"
@@ -289,6 +290,7 @@ public:
     timers_.emplace(range_, max_parallelism_);
     changed_ = state::ChangedGroups(range_);
     entries_ = state::ChangedEntries(range_);
+    captures_ = state::DeltaCaptures<DeltaCapture>(range_);
   }
 
   void process(const state::Batch& in, state::Batch& out) override {
@@ -450,7 +452,7 @@ public:
   // mark is in its domain's map.
   bool take_changed_entries(std::vector<state::GroupEntries>& out) override {
     freezer_.thaw_all(); // unmarking writes the groups' slots
-    drop_captures();
+    captures_.drop();
     // Where blocks are inline bytes, the unmark's probe copies each changed window too, so that
     // its delta is serialised later from the copy (defer_key_group_deltas) instead of found
     // again and serialised at the barrier.
@@ -464,7 +466,7 @@ public:
           bool was_marked = false;
           const Cell* cell = domains_[di].windows->unmark_find(tracked.substr(1), hash, was_marked);
           if (cell == nullptr) return std::nullopt;
-          if (was_marked) capture_of(group_of_(hash)).add_written(tracked, *cell);
+          if (was_marked) captures_.of(group_of_(hash)).add_written(tracked, *cell);
           return was_marked;
         },
         [&](std::uint32_t group) {
@@ -477,23 +479,23 @@ public:
       // A take gives a group's keys present and marked first, in the order copied, then those
       // erased (ChangedEntries::take).
       for (std::size_t i = first; i < out.size(); ++i) {
-        DeltaCapture& c = capture_of(out[i].key_group);
+        DeltaCapture& c = captures_.of(out[i].key_group);
         for (std::size_t k = c.written; k < out[i].keys.size(); ++k) c.add_erased(out[i].keys[k]);
       }
-      captured_ = true;
+      captures_.mark_fresh();
     }
     return true;
   }
 
   std::shared_ptr<state::FrozenKeyGroups> defer_key_group_deltas(
       const std::vector<std::pair<std::uint32_t, const std::vector<std::string>*>>& deltas) override {
-    if (!captured_) return nullptr;
-    captured_ = false; // one snapshot's: the task changes the state after it
+    if (!captures_.take_fresh()) return nullptr; // one snapshot's: the task changes the state after it
     std::vector<std::uint32_t> groups;
     std::vector<state::FrozenKeyGroups::GroupCopy> copies;
     for (const auto& [group, keys] : deltas) {
-      if (!range_.contains(group)) continue;
-      DeltaCapture& c = captures_[group - range_.first];
+      DeltaCapture* found = captures_.find(group);
+      if (found == nullptr) continue;
+      DeltaCapture& c = *found;
       // Every key of the delta was copied (the take's keys are each once), and the delta pays
       // as snapshot_key_group_delta decides it.
       if (keys->empty() || c.written + c.erased != keys->size() || !delta_pays(group, keys->size())) continue;
@@ -507,7 +509,7 @@ public:
                         bytes});
       c = DeltaCapture{};
     }
-    drop_captures();
+    captures_.drop();
     if (groups.empty()) return nullptr;
     return freezer_.hold_copies(range_, std::move(groups), std::move(copies));
   }
@@ -1100,19 +1102,6 @@ private:
     }
     std::size_t memory_bytes() const { return keys.capacity() + cells.capacity() * sizeof(Cell); }
   };
-  DeltaCapture& capture_of(std::uint32_t key_group) {
-    if (captures_.empty()) captures_.resize(range_.size());
-    const std::uint32_t at = key_group - range_.first;
-    if (!captures_[at].keys.empty() || captures_[at].erased > 0) return captures_[at];
-    captured_groups_.push_back(at);
-    return captures_[at];
-  }
-  // Frees what no snapshot took.
-  void drop_captures() {
-    for (std::uint32_t at : captured_groups_) captures_[at] = DeltaCapture{};
-    captured_groups_.clear();
-    captured_ = false;
-  }
   // On the snapshot writer's thread: the delta of a group from its capture (reads only the
   // configuration, and the capture) — the bytes snapshot_key_group_delta wrote at the barrier.
   void write_captured_delta(const DeltaCapture& c, std::string_view timers, std::string& out) const {
@@ -1156,11 +1145,8 @@ private:
   bool slide_cached_ = false;
   // scratch: per record to add, max_start_bytes of room for a window start, then its key bytes
   std::string keys_;
-  // The changed windows the last take_changed_entries copied, per group of the range (empty
-  // until then), for defer_key_group_deltas; `captured_groups_` lists those that hold some.
-  std::vector<DeltaCapture> captures_;
-  std::vector<std::uint32_t> captured_groups_;
-  bool captured_ = false; // captures_ are the take's just made, not yet deferred
+  // The changed windows the last take_changed_entries copied, for defer_key_group_deltas.
+  state::DeltaCaptures<DeltaCapture> captures_;
   // Where deferred snapshots' copies of groups are made (shared with copies the writer holds).
   std::shared_ptr<state::RecycledMemory> copy_memory_;
   // Deferred snapshots: the groups frozen at the last barrier (see freeze_key_groups). Last, so

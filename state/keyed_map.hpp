@@ -262,6 +262,8 @@ public:
   }
 
   KeyGroupRange key_group_range() const { return range_; }
+  // The key group an entry filed under `hash` belongs to.
+  std::uint32_t key_group_of(std::uint64_t hash) const { return group_of_(hash); }
   std::uint32_t max_parallelism() const { return max_parallelism_; }
 
   // Debug builds: `check` (which must outlive the map, or be reset) is asked before every change
