@@ -202,8 +202,8 @@ def checkpoints(logs):
         done += [(int(b), int(ms)) for n, b, ms in re.findall(r"checkpoint (\d+) complete: (\d+) bytes in (\d+) ms", log)
                  if n not in final]
         failed += len(re.findall(r"checkpoint \d+ failed", log))
-        pauses += [(int(ms), task) for task, n, ms in
-                   re.findall(r"Z (.+?): debug: checkpoint (\d+): state taken in (\d+) ms", log) if n not in final]
+        pauses += [(int(ms), task, parts) for task, n, ms, parts in
+                   re.findall(r"Z (.+?): debug: checkpoint (\d+): state taken in (\d+) ms(.*)", log) if n not in final]
         stalls += [(int(ms), task) for task, n, ms in
                    re.findall(r"Z (.+?): debug: checkpoint (\d+): deferred groups written; longest stall (\d+) ms", log)
                    if n not in final]
@@ -217,11 +217,22 @@ def describe_checkpoints(done, failed, pauses, stalls):
     return (f"{len(done)} checkpoints of {mb(median(sizes))} (median; largest {mb(max(sizes))}), "
             f"duration median {median(durations):.0f} ms, longest {max(durations)} ms; "
             + (f"longest task pause (state taken, synchronous) {max(pauses)[0]} ms in {max(pauses)[1]}, "
-               f"median {median([ms for ms, _ in pauses]):.0f} ms"
+               f"median {median([p[0] for p in pauses]):.0f} ms" + pause_parts(pauses)
                if pauses else 'no task pause figure in the log (no "state taken" line)')
             + (f"; longest stall on deferred groups after the barrier {max(stalls)[0]} ms in {max(stalls)[1]}, "
                f"median {median([ms for ms, _ in stalls]):.0f} ms" if stalls else "")
             + (f"; {failed} failed" if failed else ""))
+
+def pause_parts(pauses):
+    """The medians of the parts of a pause the worker's line names ("changes 12 ms, ..."):
+    where the time at the barrier goes."""
+    parts = {}
+    for _, _, text in pauses:
+        for name, ms in re.findall(r"(earlier freeze|changes|segments) (\d+) ms", text):
+            parts.setdefault(name, []).append(int(ms))
+    if not parts:
+        return ""
+    return " (medians: " + ", ".join(f"{name} {median(v):.0f} ms" for name, v in parts.items()) + ")"
 
 def drop_caches():
     """Empties the page cache (root only), so that what follows reads from the disk: True if it did."""
