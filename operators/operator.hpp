@@ -149,7 +149,7 @@ public:
   // nullptr (the default), are written by snapshot_key_group_delta. Saves the task a second
   // probe per changed entry and the serialising (issue 12: the pause at the barrier).
   virtual std::shared_ptr<state::FrozenKeyGroups>
-  defer_key_group_deltas(const std::vector<std::pair<std::uint32_t, const std::vector<std::string>*>>& /*deltas*/) {
+  defer_key_group_deltas(const state::DeltaKeys& /*deltas*/) {
     return nullptr;
   }
   // Deferred snapshots ([checkpoint] snapshot = "deferred"; state/frozen_key_groups.hpp).

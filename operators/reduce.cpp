@@ -225,33 +225,25 @@ public:
     return true;
   }
 
-  std::shared_ptr<state::FrozenKeyGroups> defer_key_group_deltas(
-      const std::vector<std::pair<std::uint32_t, const std::vector<std::string>*>>& deltas) override {
-    if (!rows_ || !captures_.take_fresh()) return nullptr; // one snapshot's: the task changes rows after it
-    std::vector<std::uint32_t> groups;
-    std::vector<state::FrozenKeyGroups::GroupCopy> copies;
-    for (const auto& [group, keys] : deltas) {
-      RowCapture* c = captures_.find(group);
-      // Every key of the delta was serialised (the take's keys are each once), and the delta
-      // pays as snapshot_key_group_delta decides it.
-      if (c == nullptr || keys->empty() || c->rows + c->erased_rows != keys->size() ||
-          !state::ChangedEntries::delta_pays(keys->size(), rows_->group_size(group)))
-        continue;
-      const std::size_t bytes = c->written.capacity() + c->erased.capacity();
-      groups.push_back(group);
-      copies.push_back({[with_ttl = ttl_ms_ > 0, copy = std::move(*c)](std::string& out) {
-                          state::StateWriter w(out);
-                          write_delta_header(w, with_ttl);
-                          w.varint(copy.rows);
-                          out.append(copy.written);
-                          w.varint(copy.erased_rows);
-                          out.append(copy.erased);
-                        },
-                        bytes});
-    }
-    captures_.drop();
-    if (groups.empty()) return nullptr;
-    return freezer_.hold_copies(rows_->key_group_range(), std::move(groups), std::move(copies));
+  std::shared_ptr<state::FrozenKeyGroups> defer_key_group_deltas(const state::DeltaKeys& deltas) override {
+    if (!rows_) return nullptr;
+    return captures_.defer(
+        deltas, freezer_,
+        [this](std::uint32_t group, std::size_t changed) {
+          return state::ChangedEntries::delta_pays(changed, rows_->group_size(group));
+        },
+        [with_ttl = ttl_ms_ > 0](std::uint32_t, RowCapture&& c) {
+          const std::size_t bytes = c.written.capacity() + c.erased.capacity();
+          return state::FrozenKeyGroups::GroupCopy{[with_ttl, copy = std::move(c)](std::string& out) {
+                                                     state::StateWriter w(out);
+                                                     write_delta_header(w, with_ttl);
+                                                     w.varint(copy.rows);
+                                                     out.append(copy.written);
+                                                     w.varint(copy.erased_rows);
+                                                     out.append(copy.erased);
+                                                   },
+                                                   bytes};
+        });
   }
 
   bool snapshot_key_group_delta(std::uint32_t key_group, const std::vector<std::string>& keys,
@@ -475,6 +467,7 @@ private:
     std::size_t rows = 0;
     std::string erased;
     std::size_t erased_rows = 0;
+    std::size_t size() const { return rows + erased_rows; }
   };
 
   std::int64_t ttl_ms_;

@@ -487,31 +487,19 @@ public:
     return true;
   }
 
-  std::shared_ptr<state::FrozenKeyGroups> defer_key_group_deltas(
-      const std::vector<std::pair<std::uint32_t, const std::vector<std::string>*>>& deltas) override {
-    if (!captures_.take_fresh()) return nullptr; // one snapshot's: the task changes the state after it
-    std::vector<std::uint32_t> groups;
-    std::vector<state::FrozenKeyGroups::GroupCopy> copies;
-    for (const auto& [group, keys] : deltas) {
-      DeltaCapture* found = captures_.find(group);
-      if (found == nullptr) continue;
-      DeltaCapture& c = *found;
-      // Every key of the delta was copied (the take's keys are each once), and the delta pays
-      // as snapshot_key_group_delta decides it.
-      if (keys->empty() || c.written + c.erased != keys->size() || !delta_pays(group, keys->size())) continue;
-      std::string timers;
-      state::StateWriter(timers).timers(*timers_, group); // shared by every group: read now
-      const std::size_t bytes = c.memory_bytes() + timers.size();
-      groups.push_back(group);
-      copies.push_back({[this, copy = std::move(c), timers = std::move(timers)](std::string& out) {
-                          write_captured_delta(copy, timers, out);
-                        },
-                        bytes});
-      c = DeltaCapture{};
-    }
-    captures_.drop();
-    if (groups.empty()) return nullptr;
-    return freezer_.hold_copies(range_, std::move(groups), std::move(copies));
+  std::shared_ptr<state::FrozenKeyGroups> defer_key_group_deltas(const state::DeltaKeys& deltas) override {
+    return captures_.defer(
+        deltas, freezer_, [this](std::uint32_t group, std::size_t changed) { return delta_pays(group, changed); },
+        [this](std::uint32_t group, DeltaCapture&& c) {
+          std::string timers;
+          state::StateWriter(timers).timers(*timers_, group); // shared by every group: read now
+          const std::size_t bytes = c.memory_bytes() + timers.size();
+          return state::FrozenKeyGroups::GroupCopy{
+              [this, copy = std::move(c), timers = std::move(timers)](std::string& out) {
+                write_captured_delta(copy, timers, out);
+              },
+              bytes};
+        });
   }
 
   bool snapshot_key_group_delta(std::uint32_t key_group, const std::vector<std::string>& keys,
@@ -1100,6 +1088,7 @@ private:
       keys.append(reinterpret_cast<const char*>(&size), sizeof size);
       keys.append(tracked);
     }
+    std::size_t size() const { return written + erased; }
     std::size_t memory_bytes() const { return keys.capacity() + cells.capacity() * sizeof(Cell); }
   };
   // On the snapshot writer's thread: the delta of a group from its capture (reads only the

@@ -45,6 +45,10 @@ struct GroupEntries {
   std::vector<std::string> keys; // each once, in the order they first changed, erased last
 };
 
+// Deltas a snapshot writes, each a key group and its changed keys as a plan holds them
+// (Operator::defer_key_group_deltas).
+using DeltaKeys = std::vector<std::pair<std::uint32_t, const std::vector<std::string>*>>;
+
 class ChangedEntries {
 public:
   // A group with more recorded keys than a quarter of its entries plus this is marked whole.

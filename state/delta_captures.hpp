@@ -7,13 +7,19 @@
 // (and the serialising, where the copy is raw bytes).
 //
 // The captures are one take's: valid only until anything changes the state, so the operator
-// drops them at its next take and once a snapshot has taken what it wanted (take_fresh).
+// drops them at its next take, and defer() drops them once a snapshot has taken what it wanted.
 // Memory only. Not thread-safe: the operator's task thread.
+//
+// A Capture is default-constructible and movable, and its size() is how many of the group's
+// changed keys it holds.
 
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
+#include "state/changed_entries.hpp"
+#include "state/frozen_key_groups.hpp"
 #include "state/key_group.hpp"
 
 namespace streamctl::state {
@@ -38,13 +44,27 @@ public:
   }
   // The captures are complete: those of the take just made.
   void mark_fresh() { fresh_ = true; }
-  // Whether the captures are the take's just made and not yet used; false from then on (the
-  // caller moves out what it uses, and must then drop the rest).
-  bool take_fresh() { return std::exchange(fresh_, false); }
-  // The capture of `key_group` when it is in the range (nullptr otherwise).
-  Capture* find(std::uint32_t key_group) {
-    if (!range_.contains(key_group) || captures_.empty()) return nullptr;
-    return &captures_[key_group - range_.first];
+  // Operator::defer_key_group_deltas from the captures of the take just made: for each of
+  // `deltas` whose keys were all captured (the take's keys are each once, so as many is the
+  // same set) and whose delta pays (`pays(group, keys)`, as snapshot_key_group_delta decides),
+  // the copy that `copy(group, Capture&&)` makes, held by `freezer` (KeyGroupFreezer::
+  // hold_copies). Drops every capture. nullptr when none was copied, or when the captures are
+  // not the take's just made (a second call, or no take since the last drop).
+  template <typename Pays, typename Copy>
+  std::shared_ptr<FrozenKeyGroups> defer(const DeltaKeys& deltas, KeyGroupFreezer& freezer, Pays&& pays, Copy&& copy) {
+    if (!std::exchange(fresh_, false)) return nullptr;
+    std::vector<std::uint32_t> groups;
+    std::vector<FrozenKeyGroups::GroupCopy> copies;
+    for (const auto& [group, keys] : deltas) {
+      if (!range_.contains(group) || captures_.empty()) continue;
+      Capture& c = captures_[group - range_.first];
+      if (keys->empty() || c.size() != keys->size() || !pays(group, keys->size())) continue;
+      groups.push_back(group);
+      copies.push_back(copy(group, std::move(c)));
+    }
+    drop();
+    if (groups.empty()) return nullptr;
+    return freezer.hold_copies(range_, std::move(groups), std::move(copies));
   }
   // Frees every capture.
   void drop() {

@@ -232,7 +232,7 @@ void operator_segments(operators::Operator& op, const std::string& node, std::si
   std::shared_ptr<state::FrozenKeyGroups> delta_copies;
   std::unordered_map<std::uint32_t, std::size_t> delta_copy_index;
   if (deltas && !deltas->empty() && k < plan->deltas_of_this_take.size()) {
-    std::vector<std::pair<std::uint32_t, const std::vector<std::string>*>> wanted;
+    state::DeltaKeys wanted;
     for (std::uint32_t group : plan->deltas_of_this_take[k])
       if (auto d = deltas->find(group); d != deltas->end() && range.contains(group)) wanted.emplace_back(group, &d->second);
     if ((delta_copies = op.defer_key_group_deltas(wanted)))

@@ -194,7 +194,7 @@ void checkpoint(Harness& h, std::vector<std::unique_ptr<OperatorRun>>& runs,
     const bool inc = plan.incremental();
     std::map<std::uint32_t, std::size_t> copied;
     if (inc) {
-      std::vector<std::pair<std::uint32_t, const std::vector<std::string>*>> wanted;
+      st::DeltaKeys wanted;
       for (std::uint32_t g : plan.deltas_of_this_take[0]) wanted.emplace_back(g, &plan.deltas[0].at(g));
       if (auto copies = op.defer_key_group_deltas(wanted)) {
         REQUIRE(copies->settled()); // nothing for the task to thaw
