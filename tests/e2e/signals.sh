@@ -28,7 +28,7 @@ wait_for_text "$WORK/err" "records flowing"
 sleep 1
 kill -INT $pid
 set +e
-wait $pid
+wait_exit $pid
 code=$?
 set -e
 assert_eq 130 "$code" "exit code after SIGINT"
@@ -50,7 +50,7 @@ pid=$!
 sleep 1
 kill -TERM $pid
 set +e
-wait $pid
+wait_exit $pid
 code=$?
 set -e
 assert_eq 143 "$code" "exit code after SIGTERM"
@@ -63,7 +63,7 @@ for delay in 0.05 0.2; do
   sleep $delay
   kill -TERM $pid
   set +e
-  wait $pid
+  wait_exit $pid
   code=$?
   set -e
   assert_eq 143 "$code" "exit code after SIGTERM at start-up (${delay}s)"
@@ -89,7 +89,7 @@ pid=$!
 wait_for_text "$WORK/err" "records flowing"
 kill -INT $pid
 set +e
-wait $pid
+wait_exit $pid
 code=$?
 set -e
 kill $writer 2>/dev/null || true
@@ -114,7 +114,7 @@ sleep 0.5
 # Both signals before the job can drain: the second cancels.
 kill -INT $pid; kill -INT $pid
 set +e
-wait $pid
+wait_exit $pid
 code=$?
 set -e
 assert_eq 130 "$code" "exit code after two SIGINTs"
@@ -168,12 +168,12 @@ for attempt in 1 2 3 4 5; do
   done
   if ! kill -INT $pid 2>/dev/null; then
     # The last checkpoint completed and the job ended before the second signal: again.
-    wait $pid || true
+    wait_exit $pid || true
     rm -rf "$WORK/ck-out" "$STREAMCTL_STATE_DIR/checkpoints/cancelled"
     continue
   fi
   set +e
-  wait $pid
+  wait_exit $pid
   code=$?
   set -e
   assert_eq 130 "$code" "exit code after two SIGINTs (checkpointing job, attempt $attempt)"
@@ -216,7 +216,8 @@ inputs = ["gen"]
 path = "$WORK/stale-out"
 TOML
 # (Not run_expect: its $WORK/out is the first job's sink directory here.)
-"$STREAMCTL" run "$WORK/stale.toml" 2>"$WORK/err" || fail "the run after stale parts failed: $(cat "$WORK/err")"
+"$STREAMCTL" run "$WORK/stale.toml" 2>"$WORK/err" &
+wait_exit $! || fail "the run after stale parts failed: $(cat "$WORK/err")"
 left=$(find "$WORK/stale-out" -name '.part-*' | head -5)
 [[ -z $left ]] || fail "a new run left stale files in progress: $left"
 assert_eq 100 "$(cat "$WORK/stale-out"/part-* | wc -l)" "records published by the run after a stale part"

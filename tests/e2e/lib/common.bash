@@ -158,3 +158,37 @@ wait_for_lines() {
     sleep 0.05
   done
 }
+
+# wait_exit PID [SECONDS]: waits for the background job PID and returns its exit status, like
+# `wait PID`, but fails if the job has not ended within SECONDS (120 unless told). A job that
+# hangs then says where: every process of the test, each thread's kernel wait, and (with gdb) each
+# thread's stack go to stderr before the job is killed, where ctest's timeout said nothing.
+wait_exit() { # PID [SECONDS]
+  local pid=$1 deadline=$((SECONDS + ${2:-120})) state
+  while ((SECONDS < deadline)); do
+    state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || echo gone)
+    [[ $state == gone || $state == Z ]] && { wait "$pid"; return; }
+    sleep 0.1
+  done
+  echo "wait_exit: pid $pid still runs after ${2:-120} s; the test's processes:" >&2
+  dump_processes "$pid"
+  kill -KILL "$pid" 2>/dev/null || true
+  fail "the job (pid $pid) did not end within ${2:-120} s"
+}
+
+# Where each process of this test (under $WORK) and PID waits: threads' kernel waits, and their
+# stacks when gdb is installed.
+dump_processes() { # PID
+  local p t
+  for p in $( (echo "$1"; pgrep -f -- "$WORK") | sort -un); do
+    [[ -d /proc/$p ]] || continue
+    ps -o pid=,stat=,etime=,args= -p "$p" >&2 || true
+    for t in /proc/$p/task/*; do
+      echo "  thread ${t##*/} $(cat "$t/comm" 2>/dev/null) state $(awk '{print $3}' "$t/stat" 2>/dev/null)" \
+        "wchan $(cat "$t/wchan" 2>/dev/null)" >&2
+    done
+    if command -v gdb >/dev/null; then
+      timeout 60 gdb -p "$p" -batch -ex "thread apply all bt" 2>&1 | grep -E '^(Thread|#)' >&2 || true
+    fi
+  done
+}
