@@ -388,7 +388,8 @@ private:
       return;
     }
     if (auto ok = mark_drained(settings_.root); !ok) log_.warn("{}", ok.error());
-    auto release = workers_.release();
+    auto release = workers_.release([this] { return supervisor_->wait_while_publishing(100ms); });
+    if (release.cancelled) return;
     if (!release.unclean.empty() && covered && !release.reader_gone) {
       // The final checkpoint holds what is left to publish: a restart from it publishes
       // that and nothing twice (a sink's restore publishes only what is not out yet).

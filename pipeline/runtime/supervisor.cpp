@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstring>
+#include <poll.h>
 #include <sys/wait.h>
 
 #include "pipeline/runtime/job_metrics.hpp"
@@ -27,6 +28,30 @@ bool Supervisor::poll_once(std::chrono::milliseconds timeout) {
       if (state_.interrupted()) return false;
     }
   return !state_.interrupted();
+}
+
+// A first signal lets the sinks finish publishing (the job's input is all read; the exit code
+// says that a signal came), a second cancels, as at any other moment of the job (SPEC §2):
+// without this, a sink writing into a reader that stalls kept the coordinator deaf to both.
+bool Supervisor::wait_while_publishing(std::chrono::milliseconds timeout) {
+  pollfd signal{signals_.fd(), POLLIN, 0};
+  ::poll(&signal, 1, static_cast<int>(std::max(timeout, 0ms).count()));
+  while (int sig = signals_.next()) {
+    if (sig == SIGCHLD) continue;
+    ++signals_received_;
+    int code = sig == SIGINT ? 130 : 143;
+    if (signals_received_ > 1) {
+      log_.warn("{} received again: cancelling the job while its sinks publish its last output, "
+                "which may be incomplete",
+                ::strsignal(sig));
+      state_.cancel_on_signal(code);
+      return true;
+    }
+    state_.outcome().exit_code = code;
+    log_.warn("{} received: the sinks are publishing the job's last output (send it again to cancel)",
+              ::strsignal(sig));
+  }
+  return false;
 }
 
 // What waits on the control socket, until the running attempt must end.

@@ -42,6 +42,11 @@ public:
   // Handles what arrives within `timeout`. False when the running attempt must end
   // (JobState::interrupted).
   bool poll_once(std::chrono::milliseconds timeout);
+  // While the sinks publish the job's last output (WorkerPool::release): waits up to `timeout`
+  // for a signal; true when a second SIGINT or SIGTERM cancelled the job. SIGCHLD is left to
+  // the pool, which reaps its workers itself, and what workers say stays on the control
+  // channel for the pool to read.
+  bool wait_while_publishing(std::chrono::milliseconds timeout);
   // A worker silent for [restart] heartbeat_timeout is killed: its task failed.
   void check_heartbeats(Clock::time_point now);
   // A task failed or its worker died: a restart per [restart], or the job fails.

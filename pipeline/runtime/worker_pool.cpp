@@ -175,15 +175,25 @@ void WorkerPool::end_all(const char* message, std::chrono::milliseconds grace,
   }
 }
 
-WorkerPool::Release WorkerPool::release() {
+WorkerPool::Release WorkerPool::release(const std::function<bool()>& wait) {
   send_all(transport::ControlMessage{"RELEASE", {}});
   Release out;
-  for (auto& t : tasks_) {
-    if (!t.process->running()) continue;
-    int status = 0;
-    if (::waitpid(t.process->pid(), &status, 0) != t.process->pid()) continue;
-    t.process->reaped(status);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) out.unclean.push_back(t.label);
+  for (;;) {
+    bool running = false;
+    for (auto& t : tasks_) {
+      if (!t.process->running()) continue;
+      int status = 0;
+      pid_t reaped = ::waitpid(t.process->pid(), &status, WNOHANG);
+      if (reaped == 0) running = true;
+      if (reaped != t.process->pid()) continue;
+      t.process->reaped(status);
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) out.unclean.push_back(t.label);
+    }
+    if (!running) break;
+    if (wait()) {
+      out.cancelled = true;
+      return out;
+    }
   }
   if (out.unclean.empty()) return out;
   std::vector<std::string> reasons;

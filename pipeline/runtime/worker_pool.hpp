@@ -12,6 +12,7 @@
 #include <deque>
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -139,8 +140,12 @@ public:
   // (a rescale keeps their workers) are told HALT park=1 instead, and not waited for.
   void halt_all(const std::vector<int>& park = {});
   // RELEASE (every task has finished: exit), then waits for every worker to exit so that its
-  // output is flushed.
+  // output is flushed. `wait` blocks until a worker may have exited (SIGCHLD) or a short while
+  // has passed, and says whether the job was cancelled meanwhile (a second SIGINT: its workers
+  // are gone then, and so is the rest of the wait): publishing into a reader that stalls must
+  // not make the coordinator deaf to signals.
   struct Release {
+    bool cancelled = false;
     std::vector<std::string> unclean; // labels of the workers that did not exit 0
     // When some did not: the reasons of this attempt's FAILED messages waiting on the control
     // channel, read without acting on them (after RELEASE a failure is not restarted), and
@@ -148,7 +153,7 @@ public:
     std::string reasons;
     bool reader_gone = false;
   };
-  Release release();
+  Release release(const std::function<bool()>& wait);
 
   struct Reaped {
     pid_t pid = 0;

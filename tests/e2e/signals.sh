@@ -120,6 +120,39 @@ set -e
 assert_eq 130 "$code" "exit code after two SIGINTs"
 assert_no_processes_left
 
+# Signals while the sinks publish the job's last output into a reader that stalls: the
+# coordinator waited for its workers without reading signals, so neither the first nor the
+# second SIGINT did anything until the reader went away. Now the first is acknowledged and the
+# second cancels: the workers are killed after their grace, and the job exits 130.
+cat >"$WORK/publish.toml" <<'TOML'
+name = "publishing"
+[checkpoint]
+interval = "10s"
+[sources.gen]
+type = "generator"
+count = 20000
+[sinks.out]
+type = "stdout"
+inputs = ["gen"]
+TOML
+mkfifo "$WORK/stalled"
+sleep 120 <"$WORK/stalled" & # holds the pipe open and never reads it
+reader=$!
+"$STREAMCTL" -v run "$WORK/publish.toml" >"$WORK/stalled" 2>"$WORK/err" &
+pid=$!
+wait_for_text "$WORK/err" "the sinks publish the job's last output"
+kill -INT $pid
+wait_for_text "$WORK/err" "the sinks are publishing the job's last output (send it again to cancel)"
+kill -INT $pid
+set +e
+wait_exit $pid 30
+code=$?
+set -e
+kill $reader 2>/dev/null || true
+assert_eq 130 "$code" "exit code after two SIGINTs while the sinks publish"
+assert_contains "$WORK/err" "cancelling the job while its sinks publish its last output"
+assert_no_processes_left
+
 # Two signals to a job that takes checkpoints (issue 7, finding 8): the first makes every
 # task close its part file for a last checkpoint, the second cancels before that checkpoint
 # completes. The closed files were left behind as .part-* although the man page says a
