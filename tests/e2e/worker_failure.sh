@@ -25,7 +25,8 @@ for path in glob.glob(sys.argv[1] + "/jobs/*/job.json"):
     job = json.load(open(path))
     if job["state"] == "running":
         for t in job["tasks"]:
-            if sys.argv[2] in t["task"]:
+            # Not a pid of 0 or none (a worker not ready yet): `kill -9 0` kills the test.
+            if sys.argv[2] in t["task"] and t["pid"]:
                 print(t["pid"])
 PY
 }

@@ -50,5 +50,9 @@ import json, sys
 node, index = sys.argv[1], int(sys.argv[2])
 for op in json.load(sys.stdin)["operators"]:
     if op["name"] == node:
-        print(op["subtasks"][index]["pid"])' "$2" "$3"
+        pid = op["subtasks"][index]["pid"]
+        # 0 while the worker has not said it is ready (a restart, a rescale): no pid to aim
+        # at. Printed, it made the caller `kill -9 0`, which killed the test itself.
+        if pid > 0:
+            print(pid)' "$2" "$3"
 }
