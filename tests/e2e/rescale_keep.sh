@@ -53,7 +53,7 @@ for round in 1 2 3 4; do
   rescale=$!
   sleep "0.$((RANDOM % 20))"
   kill -9 "$victim" 2>/dev/null || true
-  set +e; wait $rescale; code=$?; set -e
+  set +e; wait_exit $rescale 150; code=$?; set -e
   case $code in
     0) completed=$((completed + 1)) ;;
     1) refused=$((refused + 1)) ;; # the checkpoint failed, or the job was restarting
