@@ -38,16 +38,9 @@ bool Supervisor::wait_while_publishing(std::chrono::milliseconds timeout) {
   ::poll(&signal, 1, static_cast<int>(std::max(timeout, 0ms).count()));
   while (int sig = signals_.next()) {
     if (sig == SIGCHLD) continue;
-    ++signals_received_;
-    int code = sig == SIGINT ? 130 : 143;
-    if (signals_received_ > 1) {
-      log_.warn("{} received again: cancelling the job while its sinks publish its last output, "
-                "which may be incomplete",
-                ::strsignal(sig));
-      state_.cancel_on_signal(code);
+    if (cancel_on_repeated_signal(sig, " while its sinks publish its last output, which may be incomplete"))
       return true;
-    }
-    state_.outcome().exit_code = code;
+    state_.outcome().exit_code = exit_code_of_signal(sig);
     log_.warn("{} received: the sinks are publishing the job's last output (send it again to cancel)",
               ::strsignal(sig));
   }
@@ -139,14 +132,8 @@ void Supervisor::handle_signal(int sig) {
     reap_children();
     return;
   }
-  ++signals_received_;
-  int code = sig == SIGINT ? 130 : 143;
-  if (signals_received_ > 1) {
-    log_.warn("{} received again: cancelling the job", ::strsignal(sig));
-    state_.cancel_on_signal(code);
-    return;
-  }
-  state_.outcome().exit_code = code;
+  if (cancel_on_repeated_signal(sig, "")) return;
+  state_.outcome().exit_code = exit_code_of_signal(sig);
   if (can_stop_at_checkpoint()) {
     // SPEC §2: sinks commit what the last completed checkpoint covers. Draining instead
     // would publish output that no checkpoint covers, and a later --resume from the last
@@ -162,6 +149,17 @@ void Supervisor::handle_signal(int sig) {
   }
   log_.warn("{} received: stopping the job gracefully (send it again to cancel)", ::strsignal(sig));
   state_.request_stop();
+}
+
+int Supervisor::exit_code_of_signal(int sig) { return sig == SIGINT ? 130 : 143; }
+
+// Counts SIGINT and SIGTERM: the second cancels the job (SPEC §2), `when` saying what it
+// interrupts. True when it did.
+bool Supervisor::cancel_on_repeated_signal(int sig, std::string_view when) {
+  if (++signals_received_ <= 1) return false;
+  log_.warn("{} received again: cancelling the job{}", ::strsignal(sig), when);
+  state_.cancel_on_signal(exit_code_of_signal(sig));
+  return true;
 }
 
 // A job that takes checkpoints, with every task running, stops at a last checkpoint.

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 
 #include <spdlog/logger.h>
 
@@ -58,6 +59,8 @@ private:
   void handle_message(const transport::ControlMessage& m);
   void handle_upload(const ControlChannel::Incoming& in);
   void handle_signal(int sig);
+  static int exit_code_of_signal(int sig);
+  bool cancel_on_repeated_signal(int sig, std::string_view when);
   bool can_stop_at_checkpoint() const;
   void reap_children();
 
