@@ -262,6 +262,13 @@ void CheckpointCoordinator::abort_pending(const std::string& why, bool error) {
   }
 }
 
+void CheckpointCoordinator::answer_pending_client(const std::string& why) {
+  if (!pending_ || pending_->request.client.empty()) return;
+  const char* what = pending_->request.savepoint ? "savepoint" : "checkpoint";
+  control_.send(pending_->request.client, error_reply(what + std::string(" failed: ") + why));
+  pending_->request.client.clear();
+}
+
 std::filesystem::path CheckpointCoordinator::next_checkpoint_dir() const {
   return settings_.root / ("chk-" + std::to_string(next_id_));
 }

@@ -90,6 +90,9 @@ public:
   // Gives up the pending snapshot, if any; the job goes on (SPEC §7). `error`: logged as an
   // error (a person should act: a full disk), else as a note.
   void abort_pending(const std::string& why, bool error);
+  // The job has ended with a request pending (a failure without restart, a cancel): its
+  // client, if any, is told `why`; nothing else is done (no worker is left to resume).
+  void answer_pending_client(const std::string& why);
 
   // Messages of the running attempt's tasks.
   void on_ack(std::size_t task, const transport::ControlMessage& m);

@@ -35,6 +35,9 @@ void ClientCommands::handle(const std::string& identity, const transport::Contro
       for (const auto& line : warnings_()) lines += line + "\n";
       if (!lines.empty()) answer.set("warnings", lines);
     }
+  } else if (m.type == "STOP_JOB" && finishing()) {
+    // It drains already: a stop now would only record it as stopped rather than finished.
+    log_.info("stop requested by streamctl stop --drain: the job has read all its input and is finishing");
   } else if (m.type == "STOP_JOB") {
     log_.warn("stop requested by streamctl stop --drain: stopping the job gracefully");
     job_control_.drain();
@@ -107,9 +110,13 @@ void ClientCommands::request_savepoint(const std::string& client, const std::str
                         .client = client});
 }
 
+// Every task has read its input: what is left is the final checkpoint and the publishing.
+bool ClientCommands::finishing() const { return !workers_.empty() && workers_.all_finished(); }
+
 std::optional<std::string> ClientCommands::why_no_savepoint_now() const {
   if (job_control_.stopping_or_restarting() || workers_.empty())
     return "the job is stopping or restarting; try again";
+  if (finishing()) return "the job has read all its input and is finishing";
   if (!workers_.all_running()) return "the job is starting or finishing; try again";
   if (checkpoints_.savepoint_in_progress()) return "a savepoint, rescale or stop is already in progress";
   return std::nullopt;

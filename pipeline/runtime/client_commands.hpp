@@ -71,6 +71,7 @@ public:
   std::optional<std::string> rescale(const std::string& changes);
   // Why a savepoint asked for now (savepoint, stop, rescale) cannot be taken, if it cannot.
   std::optional<std::string> why_no_savepoint_now() const;
+  bool finishing() const;
 
 private:
   void request_rescale(const std::string& client, const std::string& changes);

@@ -61,6 +61,9 @@ public:
   void* handle() { return socket_.handle(); }
   void close() {
     monitor_.reset(); // before its socket
+    // The last answers to clients (a request the job's end refused) are sent, within a bound:
+    // workers are gone by now, and a client that left has no pipe to wait on.
+    if (socket_.handle() != nullptr) socket_.set(zmq::sockopt::linger, 200);
     socket_.close();
     zap_.reset(); // after every socket that used it, before the context
   }

@@ -159,6 +159,8 @@ public:
     for (auto& s : final_figures.subtasks) s.pid = 0; // every worker has exited
     registration_->set_final_report(status_json(job_, final_figures), state_->failure(),
                                     state_->outcome().warnings);
+    // A client waiting for a savepoint or a rescale that will not come gets its answer.
+    checkpoints_->answer_pending_client("the job has ended");
     state_->record_end();
     taps_->end_all("the job has ended");
     publish_metrics(Clock::now(), true);
@@ -388,8 +390,9 @@ private:
       return;
     }
     if (auto ok = mark_drained(settings_.root); !ok) log_.warn("{}", ok.error());
-    auto release = workers_.release([this] { return supervisor_->wait_while_publishing(100ms); });
-    if (release.cancelled) return;
+    auto release = workers_.release([this] { return supervisor_->wait_while_publishing(100ms); },
+                                    [this](const auto& in) { supervisor_->serve_while_publishing(in); });
+    if (release.cancelled || state_->ended()) return; // cancelled (its workers are gone)
     if (!release.unclean.empty() && covered && !release.reader_gone) {
       // The final checkpoint holds what is left to publish: a restart from it publishes
       // that and nothing twice (a sink's restore publishes only what is not out yet).

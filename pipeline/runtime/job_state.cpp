@@ -133,6 +133,11 @@ void JobState::attempt_flowing(const std::filesystem::path& snapshot,
 
 void JobState::record_end() {
   if (final_state_.empty()) final_state_ = stopping_ ? "stopped" : "finished";
+  if (!rescale_client_.empty()) { // cancelled between the rescale's snapshot and its start
+    control_.send(rescale_client_, transport::ControlMessage{"ERROR", {}}.set(
+                                       "message", "the job ended (" + final_state_ + ") before it ran at the new parallelism"));
+    rescale_client_.clear();
+  }
   registration_.update(final_state_, workers_.pids());
   registration_.remove_sockets();
 }

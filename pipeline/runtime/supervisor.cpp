@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <csignal>
 #include <cstring>
-#include <poll.h>
 #include <sys/wait.h>
 
 #include "pipeline/runtime/job_metrics.hpp"
@@ -34,8 +33,10 @@ bool Supervisor::poll_once(std::chrono::milliseconds timeout) {
 // says that a signal came), a second cancels, as at any other moment of the job (SPEC §2):
 // without this, a sink writing into a reader that stalls kept the coordinator deaf to both.
 bool Supervisor::wait_while_publishing(std::chrono::milliseconds timeout) {
-  pollfd signal{signals_.fd(), POLLIN, 0};
-  ::poll(&signal, 1, static_cast<int>(std::max(timeout, 0ms).count()));
+  if (state_.ended()) return true;
+  zmq::pollitem_t items[] = {{control_.handle(), 0, ZMQ_POLLIN, 0},
+                             {nullptr, signals_.fd(), ZMQ_POLLIN, 0}};
+  zmq::poll(items, 2, std::max(timeout, 0ms));
   while (int sig = signals_.next()) {
     if (sig == SIGCHLD) continue;
     if (cancel_on_repeated_signal(sig, " while its sinks publish its last output, which may be incomplete"))
@@ -45,6 +46,16 @@ bool Supervisor::wait_while_publishing(std::chrono::milliseconds timeout) {
               ::strsignal(sig));
   }
   return false;
+}
+
+void Supervisor::serve_while_publishing(const ControlChannel::Incoming& in) {
+  if (!in.message) return;
+  const transport::ControlMessage& m = *in.message;
+  if (m.type == "ALIVE") control_.send(in.identity, transport::ControlMessage{"ALIVE_OK", {}});
+  if (ClientCommands::is_client_command(m))
+    commands_.handle(in.identity, m);
+  else if (TapRelay::is_client_message(m))
+    taps_.on_client(in.identity, m);
 }
 
 // What waits on the control socket, until the running attempt must end.

@@ -44,10 +44,14 @@ public:
   // (JobState::interrupted).
   bool poll_once(std::chrono::milliseconds timeout);
   // While the sinks publish the job's last output (WorkerPool::release): waits up to `timeout`
-  // for a signal; true when a second SIGINT or SIGTERM cancelled the job. SIGCHLD is left to
-  // the pool, which reaps its workers itself, and what workers say stays on the control
-  // channel for the pool to read.
+  // for a signal or a message; true when the job was cancelled (a second SIGINT or SIGTERM,
+  // or `streamctl cancel` served meanwhile). SIGCHLD is left to the pool, which reaps its
+  // workers itself, and reads the control channel (serve_while_publishing).
   bool wait_while_publishing(std::chrono::milliseconds timeout);
+  // A message that came while the sinks publish: clients and tap readers are answered (a
+  // savepoint or rescale is refused: the job is finishing), remote workers' beacons too;
+  // workers' reports change nothing any more.
+  void serve_while_publishing(const ControlChannel::Incoming& in);
   // A worker silent for [restart] heartbeat_timeout is killed: its task failed.
   void check_heartbeats(Clock::time_point now);
   // A task failed or its worker died: a restart per [restart], or the job fails.

@@ -175,9 +175,24 @@ void WorkerPool::end_all(const char* message, std::chrono::milliseconds grace,
   }
 }
 
-WorkerPool::Release WorkerPool::release(const std::function<bool()>& wait) {
+WorkerPool::Release WorkerPool::release(const std::function<bool()>& wait,
+                                        const std::function<void(const ControlChannel::Incoming&)>& serve) {
   send_all(transport::ControlMessage{"RELEASE", {}});
   Release out;
+  std::vector<std::string> reasons;
+  bool other = false;
+  // After RELEASE a failure is not restarted: a FAILED message only explains an exit.
+  auto read_messages = [&] {
+    while (auto in = control_.receive()) {
+      const auto& m = in->message;
+      if (!m || m->type != "FAILED" || m->get_int("attempt", -1) != attempt_) {
+        serve(*in);
+        continue;
+      }
+      reasons.push_back(m->get("message") + " (in " + m->get("chain") + ")");
+      (m->get("kind") == "output_closed" ? out.reader_gone : other) = true;
+    }
+  };
   for (;;) {
     bool running = false;
     for (auto& t : tasks_) {
@@ -189,6 +204,7 @@ WorkerPool::Release WorkerPool::release(const std::function<bool()>& wait) {
       t.process->reaped(status);
       if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) out.unclean.push_back(t.label);
     }
+    read_messages();
     if (!running) break;
     if (wait()) {
       out.cancelled = true;
@@ -196,14 +212,6 @@ WorkerPool::Release WorkerPool::release(const std::function<bool()>& wait) {
     }
   }
   if (out.unclean.empty()) return out;
-  std::vector<std::string> reasons;
-  bool other = false;
-  while (auto in = control_.receive()) {
-    const auto& m = in->message;
-    if (!m || m->type != "FAILED" || m->get_int("attempt", -1) != attempt_) continue;
-    reasons.push_back(m->get("message") + " (in " + m->get("chain") + ")");
-    (m->get("kind") == "output_closed" ? out.reader_gone : other) = true;
-  }
   out.reasons = pipeline::detail::join(reasons, "; ");
   out.reader_gone = out.reader_gone && !other;
   return out;

@@ -140,10 +140,12 @@ public:
   // (a rescale keeps their workers) are told HALT park=1 instead, and not waited for.
   void halt_all(const std::vector<int>& park = {});
   // RELEASE (every task has finished: exit), then waits for every worker to exit so that its
-  // output is flushed. `wait` blocks until a worker may have exited (SIGCHLD) or a short while
-  // has passed, and says whether the job was cancelled meanwhile (a second SIGINT: its workers
-  // are gone then, and so is the rest of the wait): publishing into a reader that stalls must
-  // not make the coordinator deaf to signals.
+  // output is flushed. `wait` blocks until a worker may have exited (SIGCHLD), a message came
+  // or a short while has passed, and says whether the job was cancelled meanwhile (a second
+  // SIGINT: its workers are gone then, and so is the rest of the wait): publishing into a
+  // reader that stalls must not make the coordinator deaf to signals. Every message but this
+  // attempt's FAILED goes to `serve`: a client asking the job something (`status`, `rescale`)
+  // gets its answer now, not never (the coordinator ends after this).
   struct Release {
     bool cancelled = false;
     std::vector<std::string> unclean; // labels of the workers that did not exit 0
@@ -153,7 +155,8 @@ public:
     std::string reasons;
     bool reader_gone = false;
   };
-  Release release(const std::function<bool()>& wait);
+  Release release(const std::function<bool()>& wait,
+                  const std::function<void(const ControlChannel::Incoming&)>& serve);
 
   struct Reaped {
     pid_t pid = 0;

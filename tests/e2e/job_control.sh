@@ -81,6 +81,59 @@ run_expect 2 "$STREAMCTL" stop "$id"
 assert_contains "$WORK/err" "is not running (it is cancelled)"
 assert_no_processes_left
 
+# Requests while the sinks publish the job's last output (here into a reader that stalls):
+# the coordinator read no client then, and dropped what came, so `rescale` waited its whole
+# half hour (a loaded CI run of rescale_keep met that as its job ended). Now each is answered:
+# status says running, a savepoint or rescale is refused (exit 1: the job is finishing),
+# `stop --drain` is told the job ends by itself, and `cancel` ends it (exit 1).
+cat >"$WORK/publish.toml" <<'TOML'
+name = "publishing"
+[checkpoint]
+interval = "10s"
+[sources.gen]
+type = "generator"
+count = 20000
+[sinks.out]
+type = "stdout"
+inputs = ["gen"]
+TOML
+mkfifo "$WORK/stalled"
+sleep 120 <"$WORK/stalled" & # holds the pipe open and never reads it
+reader=$!
+"$STREAMCTL" -v run "$WORK/publish.toml" >"$WORK/stalled" 2>"$WORK/run-err" &
+pid=$!
+wait_for_text "$WORK/run-err" "the sinks publish the job's last output"
+run_expect 0 timeout 30 "$STREAMCTL" status publishing
+assert_contains "$WORK/out" "running"
+run_expect 1 timeout 30 "$STREAMCTL" rescale publishing --parallelism 2
+assert_contains "$WORK/err" "the job has read all its input and is finishing"
+run_expect 1 timeout 30 "$STREAMCTL" savepoint publishing
+assert_contains "$WORK/err" "the job has read all its input and is finishing"
+run_expect 0 timeout 30 "$STREAMCTL" stop publishing --drain
+assert_contains "$WORK/run-err" "the job has read all its input and is finishing"
+run_expect 0 timeout 30 "$STREAMCTL" cancel publishing
+set +e; wait_exit $pid 30; code=$?; set -e
+kill $reader 2>/dev/null || true
+assert_eq 1 "$code" "exit code of a job cancelled while its sinks publish"
+run_expect 0 "$STREAMCTL" status publishing --json
+assert_contains "$WORK/out" '"state":"cancelled"'
+assert_no_processes_left
+
+# A request whose coordinator dies before it answers (kill -9): the client waited out its
+# whole bound (half an hour for a rescale). Now it notices within a second and exits 2.
+"$STREAMCTL" -v run "$WORK/p.toml" 2>"$WORK/run-err" &
+pid=$!
+wait_for_text "$WORK/run-err" "records flowing"
+kill -STOP $pid # it reads no request now
+"$STREAMCTL" rescale endless --parallelism 1 >"$WORK/out" 2>"$WORK/err" &
+client=$!
+sleep 1
+kill -9 $pid
+set +e; wait_exit $client 15; code=$?; wait $pid 2>/dev/null; set -e
+assert_eq 2 "$code" "exit code of a rescale whose coordinator was killed before it answered"
+assert_contains "$WORK/err" "ended before it answered"
+assert_no_processes_left
+
 # run --detach: the id on stdout at once, the job on in the background, its log in its
 # directory; a pipeline that does not validate fails in the foreground, exit 2.
 run_expect 0 "$STREAMCTL" -v run "$WORK/p.toml" --detach
