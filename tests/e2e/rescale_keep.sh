@@ -58,9 +58,9 @@ for round in 1 2 3 4; do
     0) completed=$((completed + 1)) ;;
     1) refused=$((refused + 1)) ;; # the checkpoint failed, or the job was restarting
     # The job read the end of its input after the check above (a sanitized build on a loaded
-    # machine gets there within these rounds): the request is refused, and the job's end is
-    # checked below.
-    2) grep -q "is not running (it is finished)" "$WORK/rescale.err" || {
+    # machine gets there within these rounds): the request is refused, or the job ended as it
+    # came, and the job's end is checked below.
+    2) grep -q -e "is not running (it is finished)" -e "ended before it answered" "$WORK/rescale.err" || {
          cat "$WORK/rescale.err" >&2
          fail "round $round: rescale to $parallelism exited 2"
        }
