@@ -103,14 +103,19 @@ namespace {
 // field is read when its new name is; both names are kept, for records without the old one.
 std::vector<pipeline::FieldSet> map_reads(const pipeline::PipelineSpec&, const pipeline::NodeSpec& node,
                                           const pipeline::FieldSet& main, const pipeline::FieldSet&) {
-  if (main.all) return {main};
   pipeline::FieldSet reads = main;
+  // What it removes is not read from its input, unless an expression or a rename reads it
+  // (added back below). Behind a sink that writes whole records this is what lets a source
+  // skip the removed fields: "every field but these".
+  if (const auto* removes = node.config["remove"].as_array())
+    for (const auto& f : *removes)
+      if (const auto* name = f.as_string()) reads.leave_out(name->get());
   if (const auto* renames = node.config["rename"].as_table())
     for (const auto& [from, to] : *renames)
       if (const auto* name = to.as_string(); name == nullptr || main.contains(name->get()))
         reads.add(std::string(from.str()));
   if (const auto* sets = node.config["set"].as_table()) {
-    for (const auto& [name, value] : *sets) reads.names.erase(std::string(name.str()));
+    for (const auto& [name, value] : *sets) reads.leave_out(std::string(name.str()));
     for (const auto& [name, value] : *sets) add_expression_fields(reads, &value);
   }
   return {reads};

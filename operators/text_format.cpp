@@ -41,8 +41,13 @@ LineDecoder::LineDecoder(const pipeline::PipelineSpec& spec, const pipeline::Nod
                          state::FieldNames& names)
     : format_(text_format_of(node)), names_(names), line_field_(names.intern("line")) {
   if (format_ == TextFormat::Csv) csv_ = std::make_unique<state::CsvReader>(csv_options(spec, node), names);
-  if (format_ != TextFormat::Lines) keep_ = pipeline::field_mask(spec.fields_emitted(spec.index_of(node)), names);
+  if (format_ != TextFormat::Lines) {
+    const pipeline::FieldSet emitted = spec.fields_emitted(spec.index_of(node));
+    keep_ = pipeline::field_mask(emitted, names);
+    left_out_ = pipeline::left_out_mask(emitted, names);
+  }
   if (format_ == TextFormat::Json && !keep_.empty()) kept_json_.emplace(keep_, names_);
+  if (format_ == TextFormat::Json && !left_out_.empty()) kept_json_.emplace(left_out_, names_, true);
   json_.expect_repeated_keys(); // names_ and kept_json_ are the same for every line
 }
 
@@ -74,6 +79,10 @@ Result<void> LineDecoder::decode(std::string_view line, state::Batch& batch) {
   if (!keep_.empty()) {
     auto& fields = builder_.mutable_fields();
     std::erase_if(fields, [this](const state::Field& f) { return f.name >= keep_.size() || !keep_[f.name]; });
+  }
+  if (!left_out_.empty()) {
+    auto& fields = builder_.mutable_fields();
+    std::erase_if(fields, [this](const state::Field& f) { return f.name < left_out_.size() && left_out_[f.name]; });
   }
   builder_.finish(batch);
   return {};

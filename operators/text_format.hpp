@@ -41,6 +41,9 @@ private:
   // The others are checked (a bad value still makes a bad record) but not kept: json skips
   // them while parsing (kept_json_), csv drops them after.
   std::vector<bool> keep_;
+  // Or by FieldId the fields nobody downstream reads when that is "every field but these"
+  // (a map's `remove` before a sink of whole records); empty: none left out.
+  std::vector<bool> left_out_;
   std::optional<state::KeptKeys> kept_json_;
 };
 

@@ -107,7 +107,7 @@ std::string what_starts_at(char c) {
 
 } // namespace
 
-KeptKeys::KeptKeys(const std::vector<bool>& mask, const FieldNames& names) {
+KeptKeys::KeptKeys(const std::vector<bool>& mask, const FieldNames& names, bool left_out) : left_out_(left_out) {
   for (std::size_t id = 0; id < mask.size(); ++id)
     if (mask[id]) entries_.push_back(Entry{names.name(static_cast<FieldId>(id)), static_cast<FieldId>(id)});
 }
@@ -262,9 +262,11 @@ bool JsonReader::object(std::vector<Field>& out, int depth) {
     if (!known) {
       std::string_view text;
       if (!key_text(text)) return false;
-      if (kept != nullptr) {
-        if (auto id = kept->find(text)) name = *id;
-      } else {
+      if (kept == nullptr) {
+        name = intern(text);
+      } else if (auto id = kept->find(text)) {
+        if (!kept->lists_left_out()) name = *id;
+      } else if (kept->lists_left_out()) {
         name = intern(text);
       }
       // Remember a key without escapes (its text is in the line) for the next line.

@@ -36,13 +36,18 @@ namespace streamctl::state {
 // read per source in practice, so a linear scan that compares lengths first beats hashing).
 // The views point into `names`, whose strings never move (FieldNames keeps them in a deque):
 // a KeptKeys lives no longer than the FieldNames it was built from.
+//
+// Or, `left_out`, the keys a record leaves out (pipeline::left_out_mask: a source behind a map
+// that removes them), every other key kept.
 class KeptKeys {
 public:
-  // From a mask by FieldId (pipeline::field_mask); an empty mask is not allowed here (it
-  // means every field: pass no KeptKeys instead).
-  KeptKeys(const std::vector<bool>& mask, const FieldNames& names);
+  // From a mask by FieldId (pipeline::field_mask, or left_out_mask with `left_out`); an empty
+  // mask is not allowed here (it means every field: pass no KeptKeys instead).
+  KeptKeys(const std::vector<bool>& mask, const FieldNames& names, bool left_out = false);
 
-  // The id of `key` when it is kept, else nullopt.
+  // Whether the listed keys are those left out rather than those kept.
+  bool lists_left_out() const { return left_out_; }
+  // The id of `key` when the list has it, else nullopt.
   std::optional<FieldId> find(std::string_view key) const {
     for (const auto& e : entries_)
       if (e.name.size() == key.size() && equal_short(e.name.data(), key.data(), key.size()))
@@ -51,6 +56,7 @@ public:
   }
 
 private:
+  bool left_out_ = false;
   struct Entry {
     std::string_view name;
     FieldId id;

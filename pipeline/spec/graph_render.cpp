@@ -1,7 +1,9 @@
 #include "pipeline/spec/graph_render.hpp"
 
 #include <algorithm>
+#include <set>
 #include <sstream>
+#include <string>
 
 #include "state/json_writer.hpp"
 
@@ -20,23 +22,33 @@ struct EdgeView {
   std::size_t input_index; // position of `from` in the inputs of `to`
 };
 
-// The fields an edge carries (projection.hpp): null for every field, else a sorted list.
-std::string fields_json(const FieldSet& fields) {
-  if (fields.all) return "null";
+std::string json_list(const std::set<std::string>& names) {
   std::string out = "[";
-  for (const auto& name : fields.names) {
+  for (const auto& name : names) {
     if (out.size() > 1) out += ',';
     out += state::json_string(name);
   }
   return out + "]";
 }
 
+// The fields an edge carries (projection.hpp): null for every field, {"all_but": [...]} for
+// every field but some, else a sorted list.
+std::string fields_json(const FieldSet& fields) {
+  if (fields.every_field()) return "null";
+  if (fields.all) return "{\"all_but\":" + json_list(fields.except) + "}";
+  return json_list(fields.names);
+}
+
 std::string fields_text(const FieldSet& fields) {
-  if (fields.all) return "all fields";
+  auto list = [](const std::set<std::string>& names) {
+    std::string out;
+    for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+    return out;
+  };
+  if (fields.every_field()) return "all fields";
+  if (fields.all) return "all fields but " + list(fields.except);
   if (fields.names.empty()) return "no fields";
-  std::string out;
-  for (const auto& name : fields.names) out += (out.empty() ? "" : ", ") + name;
-  return "fields " + out;
+  return "fields " + list(fields.names);
 }
 
 std::vector<int> chain_of_nodes(const PipelineSpec& spec, const PhysicalPlan& plan) {

@@ -68,7 +68,7 @@ public:
   FieldSet needed(std::size_t k, int port) {
     FieldSet out;
     for (const auto& [consumer, input] : consumers_[slot(k, port)]) {
-      if (out.all) break;
+      if (out.every_field()) break;
       out.add(reads(consumer)[input]);
     }
     return out;
