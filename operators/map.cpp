@@ -115,7 +115,10 @@ std::vector<pipeline::FieldSet> map_reads(const pipeline::PipelineSpec&, const p
       if (const auto* name = to.as_string(); name == nullptr || main.contains(name->get()))
         reads.add(std::string(from.str()));
   if (const auto* sets = node.config["set"].as_table()) {
-    for (const auto& [name, value] : *sets) reads.leave_out(std::string(name.str()));
+    // Behind a sink of whole records, a field that `set` overwrites is read all the same: it
+    // keeps its place in the record that way (projection must not reorder the output).
+    for (const auto& [name, value] : *sets)
+      if (!main.all || !main.contains(std::string(name.str()))) reads.leave_out(std::string(name.str()));
     for (const auto& [name, value] : *sets) add_expression_fields(reads, &value);
   }
   return {reads};
