@@ -28,7 +28,7 @@ const state::Value* member(const state::Value& map, state::FieldId name) {
   return nullptr;
 }
 
-std::optional<JobEntry> read_job(const std::filesystem::path& dir) {
+std::optional<JobEntry> read_job(const std::filesystem::path& dir, bool final_report) {
   std::ifstream in(dir / "job.json");
   if (!in) return std::nullopt;
   std::stringstream text;
@@ -61,7 +61,7 @@ std::optional<JobEntry> read_job(const std::filesystem::path& dir) {
                                  string_of(member(*f, names.intern("message"))), string_of(member(*f, names.intern("time")))};
   if (const state::Value* w = member(job, names.intern("warnings")); w && w->kind == state::Kind::Array)
     for (std::uint32_t k = 0; k < w->size; ++k) entry.warnings.push_back(string_of(&w->array[k]));
-  if (std::ifstream operators(dir / "operators.json"); operators) {
+  if (std::ifstream operators; final_report && (operators.open(dir / "operators.json"), operators)) {
     std::ostringstream operators_text;
     operators_text << operators.rdbuf();
     entry.final_operators = operators_text.str();
@@ -97,11 +97,11 @@ bool wait_for_exit(long pid, std::chrono::milliseconds timeout) {
   return true;
 }
 
-std::vector<JobEntry> list_jobs(const std::filesystem::path& state_dir) {
+std::vector<JobEntry> list_jobs(const std::filesystem::path& state_dir, bool final_reports) {
   std::vector<JobEntry> jobs;
   std::error_code ec;
   for (const auto& dir : std::filesystem::directory_iterator(state_dir / "jobs", ec))
-    if (auto job = read_job(dir.path())) jobs.push_back(std::move(*job));
+    if (auto job = read_job(dir.path(), final_reports)) jobs.push_back(std::move(*job));
   std::sort(jobs.begin(), jobs.end(), [](const JobEntry& a, const JobEntry& b) {
     return a.started != b.started ? a.started < b.started : a.id < b.id;
   });

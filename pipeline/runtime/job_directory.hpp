@@ -50,8 +50,10 @@ bool process_alive(long pid);
 // Waits until process `pid` has exited, polling, up to `timeout`; whether it has.
 bool wait_for_exit(long pid, std::chrono::milliseconds timeout);
 
-// Every job of the state dir, oldest first; unreadable entries are skipped.
-std::vector<JobEntry> list_jobs(const std::filesystem::path& state_dir);
+// Every job of the state dir, oldest first; unreadable entries are skipped. Without
+// `final_reports` an ended job's final_operators is left empty (every `run` counts the workers
+// of running jobs: reading each ended job's operators.json there only slowed its start).
+std::vector<JobEntry> list_jobs(const std::filesystem::path& state_dir, bool final_reports = true);
 
 // The job named by `job`: an id, or a job name: the running (or restarting) job of that name,
 // else the newest job of that name. Throws Error(Usage) when no job has it, or when several
