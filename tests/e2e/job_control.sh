@@ -86,23 +86,7 @@ assert_no_processes_left
 # half hour (a loaded CI run of rescale_keep met that as its job ended). Now each is answered:
 # status says running, a savepoint or rescale is refused (exit 1: the job is finishing),
 # `stop --drain` is told the job ends by itself, and `cancel` ends it (exit 1).
-cat >"$WORK/publish.toml" <<'TOML'
-name = "publishing"
-[checkpoint]
-interval = "10s"
-[sources.gen]
-type = "generator"
-count = 20000
-[sinks.out]
-type = "stdout"
-inputs = ["gen"]
-TOML
-mkfifo "$WORK/stalled"
-sleep 120 <"$WORK/stalled" & # holds the pipe open and never reads it
-reader=$!
-"$STREAMCTL" -v run "$WORK/publish.toml" >"$WORK/stalled" 2>"$WORK/run-err" &
-pid=$!
-wait_for_text "$WORK/run-err" "the sinks publish the job's last output"
+start_stalled_publisher "$WORK/run-err"
 run_expect 0 timeout 30 "$STREAMCTL" status publishing
 assert_contains "$WORK/out" "running"
 run_expect 1 timeout 30 "$STREAMCTL" rescale publishing --parallelism 2

@@ -124,23 +124,7 @@ assert_no_processes_left
 # coordinator waited for its workers without reading signals, so neither the first nor the
 # second SIGINT did anything until the reader went away. Now the first is acknowledged and the
 # second cancels: the workers are killed after their grace, and the job exits 130.
-cat >"$WORK/publish.toml" <<'TOML'
-name = "publishing"
-[checkpoint]
-interval = "10s"
-[sources.gen]
-type = "generator"
-count = 20000
-[sinks.out]
-type = "stdout"
-inputs = ["gen"]
-TOML
-mkfifo "$WORK/stalled"
-sleep 120 <"$WORK/stalled" & # holds the pipe open and never reads it
-reader=$!
-"$STREAMCTL" -v run "$WORK/publish.toml" >"$WORK/stalled" 2>"$WORK/err" &
-pid=$!
-wait_for_text "$WORK/err" "the sinks publish the job's last output"
+start_stalled_publisher "$WORK/err"
 kill -INT $pid
 wait_for_text "$WORK/err" "the sinks are publishing the job's last output (send it again to cancel)"
 kill -INT $pid

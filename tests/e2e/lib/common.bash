@@ -192,3 +192,28 @@ dump_processes() { # PID
     fi
   done
 }
+
+# start_stalled_publisher LOG: runs a job "publishing" (a generator of 20,000 records to stdout,
+# checkpoints on) whose stdout is a fifo that a reader holds open and never reads, and returns
+# once its sinks publish the job's last output, stalled there. Sets $pid (the job) and $reader
+# (kill it when done). Its stderr goes to LOG.
+start_stalled_publisher() {
+  cat >"$WORK/publish.toml" <<'TOML'
+name = "publishing"
+[checkpoint]
+interval = "10s"
+[sources.gen]
+type = "generator"
+count = 20000
+[sinks.out]
+type = "stdout"
+inputs = ["gen"]
+TOML
+  rm -f "$WORK/stalled"
+  mkfifo "$WORK/stalled"
+  sleep 120 <"$WORK/stalled" & # holds the pipe open and never reads it
+  reader=$!
+  "$STREAMCTL" -v run "$WORK/publish.toml" >"$WORK/stalled" 2>"$1" &
+  pid=$!
+  wait_for_text "$1" "the sinks publish the job's last output"
+}
