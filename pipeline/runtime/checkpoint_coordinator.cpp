@@ -249,8 +249,7 @@ void CheckpointCoordinator::abort_pending(const std::string& why, bool error) {
   std::error_code ec;
   if (!r.savepoint || r.dir.filename().string().rfind("savepoint-", 0) == 0)
     std::filesystem::remove_all(r.dir, ec);
-  if (!r.client.empty())
-    control_.send(r.client, error_reply(what + std::string(" failed: ") + why));
+  tell_client_failed(p.request, why);
   if (!r.stop_after) return;
   if (r.at_end) {
     log_.error("the {} that was to stop the job failed: draining the job instead", what);
@@ -263,10 +262,13 @@ void CheckpointCoordinator::abort_pending(const std::string& why, bool error) {
 }
 
 void CheckpointCoordinator::answer_pending_client(const std::string& why) {
-  if (!pending_ || pending_->request.client.empty()) return;
-  const char* what = pending_->request.savepoint ? "savepoint" : "checkpoint";
-  control_.send(pending_->request.client, error_reply(what + std::string(" failed: ") + why));
-  pending_->request.client.clear();
+  if (pending_) tell_client_failed(pending_->request, why);
+}
+
+void CheckpointCoordinator::tell_client_failed(Request& r, const std::string& why) {
+  if (r.client.empty()) return;
+  control_.send(r.client, error_reply((r.savepoint ? "savepoint" : "checkpoint") + std::string(" failed: ") + why));
+  r.client.clear();
 }
 
 std::filesystem::path CheckpointCoordinator::next_checkpoint_dir() const {

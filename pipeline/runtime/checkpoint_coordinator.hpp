@@ -137,6 +137,8 @@ public:
   void prune() const;
 
 private:
+  // ERROR "savepoint|checkpoint failed: WHY" to the request's client, if any, once.
+  void tell_client_failed(Request& r, const std::string& why);
   struct PendingCheckpoint {
     std::uint64_t id = 0;
     Request request;

@@ -61,17 +61,19 @@ bool JobState::worker_failed(const transport::ControlMessage& m) {
 
 void JobState::fail(const std::string& reason) {
   if (ended_) return;
-  if (!rescale_client_.empty()) {
-    control_.send(rescale_client_, transport::ControlMessage{"ERROR", {}}.set(
-                                       "message", "the job failed: " + reason));
-    rescale_client_.clear();
-  }
+  refuse_rescale_client("the job failed: " + reason);
   outcome_.error = reason;
   if (!failure_ && !reason.empty()) failure_ = FailureCause{{}, {}, reason, utc_now()};
   if (outcome_.exit_code == 0) outcome_.exit_code = 1;
   final_state_ = "failed";
   workers_.cancel_all();
   ended_ = true;
+}
+
+void JobState::refuse_rescale_client(const std::string& message) {
+  if (rescale_client_.empty()) return;
+  control_.send(rescale_client_, transport::ControlMessage{"ERROR", {}}.set("message", message));
+  rescale_client_.clear();
 }
 
 void JobState::request_stop() {
@@ -133,11 +135,8 @@ void JobState::attempt_flowing(const std::filesystem::path& snapshot,
 
 void JobState::record_end() {
   if (final_state_.empty()) final_state_ = stopping_ ? "stopped" : "finished";
-  if (!rescale_client_.empty()) { // cancelled between the rescale's snapshot and its start
-    control_.send(rescale_client_, transport::ControlMessage{"ERROR", {}}.set(
-                                       "message", "the job ended (" + final_state_ + ") before it ran at the new parallelism"));
-    rescale_client_.clear();
-  }
+  // Cancelled between the rescale's snapshot and its start.
+  refuse_rescale_client("the job ended (" + final_state_ + ") before it ran at the new parallelism");
   registration_.update(final_state_, workers_.pids());
   registration_.remove_sockets();
 }

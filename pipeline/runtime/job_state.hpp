@@ -112,6 +112,8 @@ private:
   std::optional<FailureCause> failure_;
   std::optional<LoadedJob> rescale_to_;
   std::string rescale_client_;
+  // The client of a rescale that will not run at its new parallelism gets ERROR `message`.
+  void refuse_rescale_client(const std::string& message);
   Clock::time_point rescale_halted_{};
   bool rescaled_ = false; // until the rescaled attempt's records flow
 };

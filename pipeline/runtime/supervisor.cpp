@@ -49,13 +49,7 @@ bool Supervisor::wait_while_publishing(std::chrono::milliseconds timeout) {
 }
 
 void Supervisor::serve_while_publishing(const ControlChannel::Incoming& in) {
-  if (!in.message) return;
-  const transport::ControlMessage& m = *in.message;
-  if (m.type == "ALIVE") control_.send(in.identity, transport::ControlMessage{"ALIVE_OK", {}});
-  if (ClientCommands::is_client_command(m))
-    commands_.handle(in.identity, m);
-  else if (TapRelay::is_client_message(m))
-    taps_.on_client(in.identity, m);
+  if (in.message) answer(in);
 }
 
 // What waits on the control socket, until the running attempt must end.
@@ -67,22 +61,33 @@ void Supervisor::drain_messages() {
   }
 }
 
+// What is answered at any moment of the job, its end too: a remote worker's beacon (without an
+// answer for its heartbeat timeout, a cut link giving no EOF, the worker ends itself:
+// liveness_beacon.hpp), clients and tap readers. True when `in` was a client's or a reader's.
+bool Supervisor::answer(const ControlChannel::Incoming& in) {
+  const transport::ControlMessage& m = *in.message;
+  if (m.type == "ALIVE") control_.send(in.identity, transport::ControlMessage{"ALIVE_OK", {}});
+  if (ClientCommands::is_client_command(m)) {
+    commands_.handle(in.identity, m);
+    return true;
+  }
+  if (TapRelay::is_client_message(m)) {
+    taps_.on_client(in.identity, m);
+    return true;
+  }
+  return false;
+}
+
 void Supervisor::dispatch(const ControlChannel::Incoming& in) {
   if (!in.message) return;
-  // A remote worker's beacon wants an answer: without one for its heartbeat timeout (a cut
-  // link gives no EOF) the worker ends itself (liveness_beacon.hpp).
-  if (in.message->type == "ALIVE") control_.send(in.identity, transport::ControlMessage{"ALIVE_OK", {}});
   // A worker restoring from the coordinator's storage (snapshot_server.hpp): its FETCH comes
   // from a link of its own, "restore-task-N-aATTEMPT", and is answered there.
   if (SnapshotServer::is_fetch(*in.message)) {
     control_.send(in.identity, snapshot_server_.answer(in.identity, *in.message));
     return;
   }
-  if (ClientCommands::is_client_command(*in.message))
-    commands_.handle(in.identity, *in.message);
-  else if (TapRelay::is_client_message(*in.message))
-    taps_.on_client(in.identity, *in.message);
-  else if (is_snapshot_upload(in.message->type))
+  if (answer(in)) return;
+  if (is_snapshot_upload(in.message->type))
     handle_upload(in);
   else
     handle_message(*in.message);

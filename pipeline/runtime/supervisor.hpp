@@ -60,6 +60,7 @@ public:
 private:
   void drain_messages();
   void dispatch(const ControlChannel::Incoming& in);
+  bool answer(const ControlChannel::Incoming& in);
   void handle_message(const transport::ControlMessage& m);
   void handle_upload(const ControlChannel::Incoming& in);
   void handle_signal(int sig);

@@ -52,12 +52,10 @@ struct FieldSet {
   bool operator==(const FieldSet&) const = default;
 };
 
-// The set as a mask by FieldId (names interned into `names`), for the hot paths that drop
-// fields; empty when the set is every field (or every field but some: left_out_mask).
-inline std::vector<bool> field_mask(const FieldSet& fields, state::FieldNames& names) {
+// `listed` as a mask by FieldId (names interned into `names`).
+inline std::vector<bool> mask_of(const std::set<std::string>& listed, state::FieldNames& names) {
   std::vector<bool> mask;
-  if (fields.all) return mask;
-  for (const auto& name : fields.names) {
+  for (const auto& name : listed) {
     state::FieldId id = names.intern(name);
     if (id >= mask.size()) mask.resize(static_cast<std::size_t>(id) + 1, false);
     mask[id] = true;
@@ -65,17 +63,16 @@ inline std::vector<bool> field_mask(const FieldSet& fields, state::FieldNames& n
   return mask;
 }
 
+// The set as a mask by FieldId, for the hot paths that drop fields; empty when the set is
+// every field (or every field but some: left_out_mask).
+inline std::vector<bool> field_mask(const FieldSet& fields, state::FieldNames& names) {
+  return fields.all ? std::vector<bool>() : mask_of(fields.names, names);
+}
+
 // The fields an "every field but" set leaves out, as a mask by FieldId (names interned into
 // `names`); empty when it leaves out none, or when the set is a list of names.
 inline std::vector<bool> left_out_mask(const FieldSet& fields, state::FieldNames& names) {
-  std::vector<bool> mask;
-  if (!fields.all) return mask;
-  for (const auto& name : fields.except) {
-    state::FieldId id = names.intern(name);
-    if (id >= mask.size()) mask.resize(static_cast<std::size_t>(id) + 1, false);
-    mask[id] = true;
-  }
-  return mask;
+  return fields.all ? mask_of(fields.except, names) : std::vector<bool>();
 }
 
 } // namespace streamctl::pipeline
