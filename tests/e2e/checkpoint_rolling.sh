@@ -9,12 +9,12 @@ source "$(dirname "$0")/lib/exactly_once.bash"
 
 # Keys spread over every key group of both subtasks and change slowly, so that deltas pay and
 # each checkpoint's share of whole groups is what keeps the chain short.
-pipeline() { # NAME OUT [KEY_EXPRESSION [RATE]]: the rate changes timing, not output
+pipeline() { # NAME OUT [KEY_EXPRESSION [RATE [INTERVAL]]]: rate and interval change timing, not output
   cat <<TOML
 name = "$1"
 parallelism = 2
 [checkpoint]
-interval = "100ms"
+interval = "${5:-100ms}"
 dir = "$WORK/ck"
 full_every = 3
 rolling = true
@@ -186,10 +186,12 @@ assert_no_processes_left
 
 # 4. Few keys, so most key groups are empty: a chain that still begins with its full checkpoint
 # (which leaves empty groups out) is gone on with as well. Killed after checkpoint 2 (chk-1
-# full, chk-2 a delta on it), then `run --resume` finishes the job.
+# full, chk-2 a delta on it), then `run --resume` finishes the job. Checkpoints every 600 ms:
+# at 100 ms a loaded CI machine once let chk-3 and chk-4 complete between the poll that saw
+# chk-2 and the kill, and chk-4's chain no longer held chk-1 (rolled, as it should).
 pipeline sparse-reference "$WORK/sparse-expected" "seq % 40" >"$WORK/sparse-reference.toml"
 run_reference "$WORK/sparse-reference.toml" "$WORK/sparse-expected" 30
-pipeline sparse "$WORK/sparse" "seq % 40" >"$WORK/sparse.toml"
+pipeline sparse "$WORK/sparse" "seq % 40" 10000 600ms >"$WORK/sparse.toml"
 newest_sparse() { find "$WORK/ck/sparse" -path '*/chk-*/_metadata' 2>/dev/null | sed 's|.*/chk-||; s|/_metadata||' | sort -n | tail -1; }
 "$STREAMCTL" -v run "$WORK/sparse.toml" 2>"$WORK/sparse-1.log" &
 pid=$!
