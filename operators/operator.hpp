@@ -127,7 +127,13 @@ public:
   // (state/changed_entries.hpp); a group taken there and absent here is written whole. The
   // first call starts the tracking, and appends nothing. False: the operator writes no
   // deltas (and snapshot_key_group_delta is never called).
-  virtual bool take_changed_entries(std::vector<state::GroupEntries>& /*out*/) { return false; }
+  //
+  // `deferred`: the snapshot is deferred (freeze_key_groups), and defer_key_group_deltas is
+  // called at this barrier whatever the plan. The operator may then leave a group's keys
+  // unresolved (GroupEntries::unresolved: no keys), to be resolved off the barrier: such a
+  // group, when the plan writes it as a delta of this take alone, is among what
+  // defer_key_group_deltas returns, always; the plan writes it whole otherwise.
+  virtual bool take_changed_entries(std::vector<state::GroupEntries>& /*out*/, bool /*deferred*/) { return false; }
   // Appends to `out` a delta of `key_group` (a keyed_delta segment, state/snapshot_format.hpp):
   // `keys` holds every key that take_changed_entries gave for the group since some earlier
   // snapshot of it (each once, in no set order); the delta holds each such entry as it is now, or its
@@ -148,6 +154,9 @@ public:
   // snapshot_key_group_delta would append now. The rest, and all of them when it returns
   // nullptr (the default), are written by snapshot_key_group_delta. Saves the task a second
   // probe per changed entry and the serialising (issue 12: the pause at the barrier).
+  // After a deferred take with unresolved groups, the returned groups are frozen instead
+  // (thaw() before changing one, as for freeze_key_groups): each is resolved and serialised by
+  // the writer's thread, or resolved and copied by the task when it changes the group first.
   virtual std::shared_ptr<state::FrozenKeyGroups>
   defer_key_group_deltas(const state::DeltaKeys& /*deltas*/) {
     return nullptr;

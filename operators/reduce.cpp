@@ -194,7 +194,7 @@ public:
   // The unmark's probe of a changed row also serialises it, as the delta writes it, so that a
   // delta of this take's keys alone is assembled later by the snapshot writer from those bytes
   // (defer_key_group_deltas) rather than found again at the barrier.
-  bool take_changed_entries(std::vector<state::GroupEntries>& out) override {
+  bool take_changed_entries(std::vector<state::GroupEntries>& out, bool /*deferred*/) override {
     freezer_.thaw_all(); // unmarking writes the groups' slots
     captures_.drop();
     const std::size_t first = out.size();

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <new>
 #include <optional>
 #include <tuple>
+#include <unordered_map>
 
 #include "operators/bad_record.hpp"
 #include "operators/field_reads.hpp"
@@ -393,7 +395,10 @@ public:
   // The maps' write check (KeyedMap::set_write_check) asserts in debug builds that no change
   // reaches a group still frozen. Timers are not checked: the writer never reads them.
   std::shared_ptr<state::FrozenKeyGroups> freeze_key_groups(const std::vector<std::uint32_t>& groups) override {
-    freezer_.thaw_all(); // the earlier freeze's groups are the task's again before timers are read
+    // The earlier freeze's groups are the task's again before timers are read; but not the
+    // deltas this barrier froze (freeze_pending_take), which stay frozen beside these.
+    const bool beside_deltas = std::exchange(frozen_deltas_now_, false);
+    if (!beside_deltas) freezer_.thaw_all();
     auto timers = std::make_shared<const state::BarrierTimers>(range_, groups, *timers_,
                                                                [this](std::uint32_t g) { return group_is_empty(g); });
     auto serialise = [this, timers](std::uint32_t g, std::string& out) {
@@ -408,6 +413,7 @@ public:
     state::FrozenKeyGroups::Copy copy;
     if (inline_blocks_ && aggregates_.plain_bytes())
       copy = [this, timers](std::uint32_t g) { return copy_group(g, timers); };
+    if (beside_deltas) return freezer_.freeze_also(range_, groups, std::move(serialise), std::move(copy));
     return freezer_.freeze(range_, groups, std::move(serialise), std::move(copy));
   }
 
@@ -450,13 +456,27 @@ public:
   // A changed entry is tracked (state/changed_entries.hpp) under the bytes: u8 domain (0
   // event time, 1 processing time), then the map key; and under the window's map hash. Its
   // mark is in its domain's map.
-  bool take_changed_entries(std::vector<state::GroupEntries>& out) override {
+  //
+  // Deferred snapshots (`deferred`), where blocks are inline bytes: the keys are left
+  // unresolved at the barrier (a random probe each, 60 ms for 330 k changed windows among
+  // 33 M: issue 12's pause). Each group moves to a new mark epoch (KeyedMap::begin_pending) and
+  // keeps its log, and defer_key_group_deltas freezes the groups the plan writes as deltas:
+  // the writer's thread resolves each (finds its logged windows, clears their pending stamps,
+  // copies them) and serialises its delta, unless the task changes the group first and
+  // resolves and copies it then (thaw). A group with no free epoch is written whole.
+  bool take_changed_entries(std::vector<state::GroupEntries>& out, bool deferred) override {
     freezer_.thaw_all(); // unmarking writes the groups' slots
     captures_.drop();
+    frozen_deltas_now_ = false;
+    settle_pending_take();
     // Where blocks are inline bytes, the unmark's probe copies each changed window too, so that
     // its delta is serialised later from the copy (defer_key_group_deltas) instead of found
     // again and serialised at the barrier.
     const bool capture = inline_blocks_ && aggregates_.plain_bytes();
+    if (deferred && capture) {
+      take_pending(out);
+      return true;
+    }
     const std::size_t first = out.size();
     entries_.take(
         out,
@@ -488,6 +508,7 @@ public:
   }
 
   std::shared_ptr<state::FrozenKeyGroups> defer_key_group_deltas(const state::DeltaKeys& deltas) override {
+    if (pending_take_ && !pending_take_->frozen) return freeze_pending_take(deltas);
     return captures_.defer(
         deltas, freezer_, [this](std::uint32_t group, std::size_t changed) { return delta_pays(group, changed); },
         [this](std::uint32_t group, DeltaCapture&& c) {
@@ -564,6 +585,7 @@ public:
         donor->window_.slide != window_.slide || donor->aggregates_.state_bytes() != aggregates_.state_bytes())
       return nullptr;
     donor->freezer_.thaw(key_group); // its tables move out
+    donor->abandon_pending_take(key_group); // stamps it left pending leave with the tables, stale
     auto load = std::make_unique<GroupLoad>(const_cast<AlignedWindows&>(*this), key_group);
     for (int di = 0; di < 2; ++di) {
       Windows& from = *donor->domains_[di].windows;
@@ -1114,6 +1136,129 @@ private:
     out.append(timers);
   }
 
+  // A deferred take of changed entries (take_changed_entries with `deferred`) until it is
+  // resolved: per group, its log and the epochs its entries stayed marked with (per time
+  // domain). Shared with the closures of the frozen set that resolves it.
+  struct PendingTake {
+    std::vector<state::GroupLog> logs;
+    std::vector<std::array<std::uint8_t, 2>> pending;          // per log: epoch per domain
+    std::unique_ptr<std::atomic<bool>[]> resolved;             // per log: by whichever thread
+    std::unordered_map<std::uint32_t, std::size_t> index;      // group -> log
+    bool frozen = false; // defer_key_group_deltas has dealt with it (task thread only)
+  };
+
+  void take_pending(std::vector<state::GroupEntries>& out) {
+    std::vector<state::GroupLog> logs;
+    entries_.take_logs(logs, [&](std::uint32_t group) {
+      for (Domain& d : domains_) d.windows->unmark_group(group);
+    });
+    auto take = std::make_shared<PendingTake>();
+    for (state::GroupLog& log : logs) {
+      const std::uint32_t g = log.key_group;
+      std::array<std::uint8_t, 2> pending{};
+      for (int di = 0; di < 2; ++di) pending[di] = domains_[di].windows->begin_pending(g);
+      if (pending[0] == 0 || pending[1] == 0) {
+        // No free epoch (too many stale ones): whole, which the scan of unmark_group clears.
+        for (int di = 0; di < 2; ++di) {
+          if (pending[di] != 0) domains_[di].windows->abandon_pending(g, pending[di]);
+          domains_[di].windows->unmark_group(g);
+        }
+        continue; // taken without entries: written whole
+      }
+      state::GroupEntries e;
+      e.key_group = g;
+      e.unresolved = true;
+      e.logged = log.count;
+      out.push_back(std::move(e));
+      take->index.emplace(g, take->logs.size());
+      take->logs.push_back(std::move(log));
+      take->pending.push_back(pending);
+    }
+    if (take->logs.empty()) return;
+    take->resolved = std::make_unique<std::atomic<bool>[]>(take->logs.size());
+    for (std::size_t i = 0; i < take->logs.size(); ++i) take->resolved[i].store(false, std::memory_order_relaxed);
+    pending_take_ = std::move(take);
+  }
+
+  // The groups of the pending take that the plan writes as deltas (`deltas`; every unresolved
+  // one it writes as a delta is there) are frozen, to be resolved later; the others' pending
+  // stamps are given up (stale: the plan writes those groups whole).
+  std::shared_ptr<state::FrozenKeyGroups> freeze_pending_take(const state::DeltaKeys& deltas) {
+    std::shared_ptr<PendingTake> take = pending_take_;
+    take->frozen = true;
+    std::vector<std::uint32_t> groups;
+    std::vector<char> wanted(take->logs.size(), 0);
+    auto timers = std::make_shared<std::unordered_map<std::uint32_t, std::string>>();
+    for (const auto& [group, keys] : deltas) {
+      auto at = take->index.find(group);
+      if (at == take->index.end()) continue;
+      wanted[at->second] = 1;
+      groups.push_back(group);
+      state::StateWriter((*timers)[group]).timers(*timers_, group); // shared by every group: read now
+    }
+    for (std::size_t i = 0; i < take->logs.size(); ++i)
+      if (!wanted[i]) abandon_pending_log(*take, i);
+    if (groups.empty()) return nullptr;
+    frozen_deltas_now_ = true;
+    auto serialise = [this, take, timers](std::uint32_t g, std::string& out) {
+      write_captured_delta(resolve_pending(*take, g), timers->at(g), out);
+    };
+    auto copy = [this, take, timers](std::uint32_t g) {
+      DeltaCapture c = resolve_pending(*take, g);
+      const std::size_t bytes = c.memory_bytes() + timers->at(g).size();
+      return state::FrozenKeyGroups::GroupCopy{
+          [this, captured = std::move(c), timers, g](std::string& out) {
+            write_captured_delta(captured, timers->at(g), out);
+          },
+          bytes};
+    };
+    return freezer_.freeze(range_, std::move(groups), std::move(serialise), std::move(copy));
+  }
+
+  // On the thread that claimed frozen group `g` (the writer, or the task in thaw): the changed
+  // windows of its log as the barrier left them, their pending stamps cleared.
+  DeltaCapture resolve_pending(PendingTake& take, std::uint32_t g) {
+    const std::size_t i = take.index.at(g);
+    const std::array<std::uint8_t, 2> pending = take.pending[i];
+    DeltaCapture c;
+    std::vector<std::string> keys;
+    state::ChangedEntries::resolve(
+        take.logs[i].log, keys,
+        [&](std::string_view tracked, std::uint64_t hash) -> std::optional<bool> {
+          const int di = static_cast<unsigned char>(tracked[0]);
+          bool was_pending = false;
+          const Cell* cell = domains_[di].windows->resolve_pending(tracked.substr(1), hash, pending[di], was_pending);
+          if (cell == nullptr) return std::nullopt;
+          if (was_pending) c.add_written(tracked, *cell);
+          return was_pending;
+        },
+        [&](std::string_view tracked, std::uint64_t hash) {
+          domains_[static_cast<unsigned char>(tracked[0])].windows->prefetch(hash);
+        });
+    // Windows present first, in the order copied, then those erased (ChangedEntries::resolve).
+    for (std::size_t k = c.written; k < keys.size(); ++k) c.add_erased(keys[k]);
+    take.resolved[i].store(true, std::memory_order_release);
+    return c;
+  }
+
+  void abandon_pending_log(PendingTake& take, std::size_t i) {
+    if (take.resolved[i].exchange(true, std::memory_order_acq_rel)) return;
+    for (int di = 0; di < 2; ++di) domains_[di].windows->abandon_pending(take.logs[i].key_group, take.pending[i][di]);
+  }
+  // At the next take (every frozen group settled by then: thawed, or abandoned when the writer
+  // gave the checkpoint up), the groups never resolved keep their pending stamps: stale.
+  void settle_pending_take() {
+    std::shared_ptr<PendingTake> take = std::exchange(pending_take_, nullptr);
+    if (!take) return;
+    for (std::size_t i = 0; i < take->logs.size(); ++i) abandon_pending_log(*take, i);
+  }
+  // A rescale moves `g` out (its frozen group thawed first): unresolved pending stamps go stale.
+  void abandon_pending_take(std::uint32_t g) {
+    if (!pending_take_) return;
+    if (auto at = pending_take_->index.find(g); at != pending_take_->index.end())
+      abandon_pending_log(*pending_take_, at->second);
+  }
+
   const bool inline_blocks_;
   // Records ahead to prefetch: prefetch_windows over the windows a record belongs to.
   const std::size_t prefetch_distance_ = static_cast<std::size_t>(std::max<std::int64_t>(
@@ -1136,6 +1281,9 @@ private:
   std::string keys_;
   // The changed windows the last take_changed_entries copied, for defer_key_group_deltas.
   state::DeltaCaptures<DeltaCapture> captures_;
+  // The last deferred take, until the next take settles it (see take_changed_entries).
+  std::shared_ptr<PendingTake> pending_take_;
+  bool frozen_deltas_now_ = false; // freeze_pending_take froze deltas at this barrier
   // Where deferred snapshots' copies of groups are made (shared with copies the writer holds).
   std::shared_ptr<state::RecycledMemory> copy_memory_;
   // Deferred snapshots: the groups frozen at the last barrier (see freeze_key_groups). Last, so

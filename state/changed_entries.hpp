@@ -43,6 +43,17 @@ namespace streamctl::state {
 struct GroupEntries {
   std::uint32_t key_group = 0;
   std::vector<std::string> keys; // each once, in the order they first changed, erased last
+  // A deferred take (take_logs): the keys are left to the operator to resolve later, `keys` is
+  // empty and `logged` is how many were logged (repeats included).
+  bool unresolved = false;
+  std::size_t logged = 0;
+};
+
+// One key group's log of changed keys as take_logs hands it over, to resolve() later.
+struct GroupLog {
+  std::uint32_t key_group = 0;
+  std::string log;
+  std::size_t count = 0; // keys logged, repeats included
 };
 
 // Deltas a snapshot writes, each a key group and its changed keys as a plan holds them
@@ -132,32 +143,62 @@ public:
       GroupEntries e;
       e.key_group = group;
       e.keys.reserve(g.count);
-      std::vector<std::string> erased;
-      logged_.clear();
-      std::string_view log = g.log;
-      while (!log.empty()) {
-        std::uint64_t hash;
-        std::uint32_t size;
-        std::memcpy(&hash, log.data(), sizeof hash);
-        std::memcpy(&size, log.data() + sizeof hash, sizeof size);
-        logged_.push_back({hash, log.substr(sizeof hash + sizeof size, size)});
-        log.remove_prefix(sizeof hash + sizeof size + size);
-      }
-      for (std::size_t i = 0; i < logged_.size(); ++i) {
-        if (i + prefetch_distance < logged_.size())
-          prefetch(logged_[i + prefetch_distance].key, logged_[i + prefetch_distance].hash);
-        const auto [hash, key] = logged_[i];
-        if (const std::optional<bool> was_marked = unmark(key, hash); !was_marked) erased.emplace_back(key);
-        else if (*was_marked) e.keys.emplace_back(key);
-      }
-      // An entry made and erased again in the interval is logged twice, and absent.
-      std::sort(erased.begin(), erased.end());
-      erased.erase(std::unique(erased.begin(), erased.end()), erased.end());
-      for (std::string& key : erased) e.keys.push_back(std::move(key));
+      resolve(g.log, e.keys, unmark, prefetch);
       g.count = 0;
       g.log.clear();
       if (!e.keys.empty()) out.push_back(std::move(e));
     }
+  }
+
+  // A take that leaves the keys unresolved (deferred snapshots): appends each group's log to
+  // `out` as it is, for the operator to resolve() later (the group's entries keep their marks
+  // until then: KeyedMap::begin_pending), and calls `unmark_group(group)` for the groups
+  // marked whole. Recording starts with the first call, as with take().
+  template <typename UnmarkGroup> void take_logs(std::vector<GroupLog>& out, UnmarkGroup&& unmark_group) {
+    if (!active_) {
+      active_ = true;
+      for (Group& g : groups_) g = Group{};
+      return;
+    }
+    for (std::uint32_t group = range_.first; group < range_.end; ++group) {
+      Group& g = groups_[group - range_.first];
+      if (g.whole) {
+        unmark_group(group);
+        g = Group{};
+        continue;
+      }
+      if (g.count == 0) continue;
+      out.push_back(GroupLog{group, std::move(g.log), g.count});
+      g = Group{};
+    }
+  }
+
+  // The keys of one group's `log` (a GroupLog's, or take()'s), each once, into `keys`: those
+  // present and marked first, in the order logged, then those erased. `unmark` and `prefetch`
+  // as for take(). Reads nothing of this object: any thread may resolve a log it owns.
+  template <typename Unmark, typename Prefetch>
+  static void resolve(std::string_view log, std::vector<std::string>& keys, Unmark&& unmark, Prefetch&& prefetch) {
+    std::vector<Logged> logged;
+    while (!log.empty()) {
+      std::uint64_t hash;
+      std::uint32_t size;
+      std::memcpy(&hash, log.data(), sizeof hash);
+      std::memcpy(&size, log.data() + sizeof hash, sizeof size);
+      logged.push_back({hash, log.substr(sizeof hash + sizeof size, size)});
+      log.remove_prefix(sizeof hash + sizeof size + size);
+    }
+    std::vector<std::string> erased;
+    for (std::size_t i = 0; i < logged.size(); ++i) {
+      if (i + prefetch_distance < logged.size())
+        prefetch(logged[i + prefetch_distance].key, logged[i + prefetch_distance].hash);
+      const auto [hash, key] = logged[i];
+      if (const std::optional<bool> was_marked = unmark(key, hash); !was_marked) erased.emplace_back(key);
+      else if (*was_marked) keys.emplace_back(key);
+    }
+    // An entry made and erased again in the interval is logged twice, and absent.
+    std::sort(erased.begin(), erased.end());
+    erased.erase(std::unique(erased.begin(), erased.end()), erased.end());
+    for (std::string& key : erased) keys.push_back(std::move(key));
   }
 
   // How many keys ahead take() prefetches: enough misses in flight to hide a DRAM latency
@@ -177,7 +218,6 @@ private:
 
   KeyGroupRange range_;
   std::vector<Group> groups_; // per group of the range
-  std::vector<Logged> logged_; // take()'s scratch: one group's log, parsed
   bool active_ = false;
 };
 

@@ -168,10 +168,17 @@ std::shared_ptr<FrozenKeyGroups> KeyGroupFreezer::freeze(KeyGroupRange range, st
                                                          FrozenKeyGroups::Copy copy, std::size_t copy_budget) {
   thaw_all();
   std::erase_if(earlier_, [](const std::weak_ptr<FrozenKeyGroups>& f) { return f.expired(); });
-  if (frozen_) earlier_.push_back(frozen_);
-  frozen_ = std::make_shared<FrozenKeyGroups>(range, std::move(groups), std::move(serialise), std::move(copy),
-                                              copy_budget);
-  return frozen_;
+  for (auto& f : frozen_) earlier_.push_back(std::move(f));
+  frozen_.clear();
+  return freeze_also(range, std::move(groups), std::move(serialise), std::move(copy), copy_budget);
+}
+
+std::shared_ptr<FrozenKeyGroups> KeyGroupFreezer::freeze_also(KeyGroupRange range, std::vector<std::uint32_t> groups,
+                                                              FrozenKeyGroups::Serialise serialise,
+                                                              FrozenKeyGroups::Copy copy, std::size_t copy_budget) {
+  frozen_.push_back(std::make_shared<FrozenKeyGroups>(range, std::move(groups), std::move(serialise),
+                                                      std::move(copy), copy_budget));
+  return frozen_.back();
 }
 
 std::shared_ptr<FrozenKeyGroups> KeyGroupFreezer::hold_copies(KeyGroupRange range, std::vector<std::uint32_t> groups,
@@ -183,14 +190,14 @@ std::shared_ptr<FrozenKeyGroups> KeyGroupFreezer::hold_copies(KeyGroupRange rang
 }
 
 void KeyGroupFreezer::abandon() {
-  if (frozen_) frozen_->abandon();
+  for (const auto& f : frozen_) f->abandon();
   for (const auto& earlier : earlier_)
     if (auto f = earlier.lock()) f->abandon();
   earlier_.clear();
 }
 
 void KeyGroupFreezer::check_write(std::uint32_t key_group) const {
-  STREAMCTL_STATE_ASSERT(!frozen_ || !frozen_->unsettled(key_group),
+  STREAMCTL_STATE_ASSERT(!unsettled(key_group),
                          "a key group frozen for a deferred snapshot changed before it was serialised "
                          "(a mutation path without thaw())");
 }

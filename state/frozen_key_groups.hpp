@@ -166,30 +166,39 @@ public:
   // it is gone (declare it after the state it guards, destroy the state after calling abandon()).
   ~KeyGroupFreezer() { abandon(); }
 
-  // Freezes `groups` for a deferred snapshot: the groups of an earlier freeze are thawed first.
+  // Freezes `groups` for a deferred snapshot: the groups of earlier freezes are thawed first.
   std::shared_ptr<FrozenKeyGroups> freeze(KeyGroupRange range, std::vector<std::uint32_t> groups,
                                           FrozenKeyGroups::Serialise serialise, FrozenKeyGroups::Copy copy = {},
                                           std::size_t copy_budget = FrozenKeyGroups::default_copy_budget);
+  // freeze() of more groups at the same barrier (none frozen already): those frozen before stay
+  // frozen, and thaw() thaws a group of either.
+  std::shared_ptr<FrozenKeyGroups> freeze_also(KeyGroupRange range, std::vector<std::uint32_t> groups,
+                                               FrozenKeyGroups::Serialise serialise, FrozenKeyGroups::Copy copy = {},
+                                               std::size_t copy_budget = FrozenKeyGroups::default_copy_budget);
   // Copies made at the barrier (the constructor from copies), held so that the end of the
   // operator abandons them, as it does what freeze() returned, if the writer has not yet
   // serialised them: their serialisers may read the operator. The latest freeze stays frozen.
   std::shared_ptr<FrozenKeyGroups> hold_copies(KeyGroupRange range, std::vector<std::uint32_t> groups,
                                                std::vector<FrozenKeyGroups::GroupCopy> copies);
   void thaw(std::uint32_t key_group) {
-    if (frozen_) frozen_->thaw(key_group);
+    for (const auto& f : frozen_) f->thaw(key_group);
   }
   void thaw_all() {
-    if (frozen_) frozen_->thaw_all();
+    for (const auto& f : frozen_) f->thaw_all();
   }
   // Whether `key_group` is frozen and not yet serialised or copied: a thaw() would stall.
-  bool unsettled(std::uint32_t key_group) const { return frozen_ && frozen_->unsettled(key_group); }
+  bool unsettled(std::uint32_t key_group) const {
+    for (const auto& f : frozen_)
+      if (f->unsettled(key_group)) return true;
+    return false;
+  }
   void abandon();
   // Aborts when `key_group` is frozen and not yet serialised: give it to the operator's maps
   // (KeyedMap::set_write_check), which ask in debug builds.
   void check_write(std::uint32_t key_group) const override;
 
 private:
-  std::shared_ptr<FrozenKeyGroups> frozen_;
+  std::vector<std::shared_ptr<FrozenKeyGroups>> frozen_; // the latest barrier's (one or two)
   std::vector<std::weak_ptr<FrozenKeyGroups>> earlier_; // superseded sets and held copies, while someone holds them
 };
 

@@ -27,10 +27,17 @@
 // update touched already; it moves with the entry and is ignored by every lookup. An entry is
 // marked when its stamp equals its group's mark epoch (1 to 7; stamp 0: never marked, as entries
 // are made). try_emplace_marked stamps an entry with the epoch, unmark stamps it 0, and
-// unmark_group moves the group to the next epoch, which unmarks every entry at once: a scan of
-// the table (stamping every entry 0) only when the epochs run out, once in 7. Scanning at each
-// unmark_group took 6% of the CPU of loading 3.3 M windows with incremental checkpoints
-// (tests/bench/checkpoint.py), most of the extra time the task was held per checkpoint.
+// unmark_group moves the group to another epoch, which unmarks every entry at once: the epoch
+// left is noted stale (entries may still carry it), and a scan of the table (stamping every
+// entry 0) comes only when every epoch is stale, once in 7. Scanning at each unmark_group took
+// 6% of the CPU of loading 3.3 M windows with incremental checkpoints (tests/bench/
+// checkpoint.py), most of the extra time the task was held per checkpoint.
+//
+// A deferred take of changes (ChangedEntries::take_logs) moves a group to another epoch too
+// (begin_pending), but leaves the epoch it left pending rather than stale: whoever resolves the
+// take later (the snapshot writer's thread, or the task before it changes the group; the group
+// is frozen meanwhile) finds each logged entry and clears its stamp (resolve_pending), so that
+// no entry keeps it; a take given up without being resolved makes it stale (abandon_pending).
 //
 // References and pointers returned by get_or_insert/try_emplace/find stay valid until the next
 // insert or erase in the map (both may move other entries); visiting functions must not insert
@@ -318,18 +325,49 @@ public:
     g.slots[i].key.set_stamp(0);
     return &g.slots[i].value;
   }
-  // Clears the mark of every entry of `key_group`: the next epoch, which no entry is stamped
-  // with (the stamps are 0 or of earlier epochs); after epoch 7 a scan stamps them all 0.
+  // Clears the mark of every entry of `key_group`: another epoch, which no entry is stamped
+  // with (the one left becomes stale); when every epoch is stale, a scan stamps them all 0.
   void unmark_group(std::uint32_t key_group) {
     check_write(key_group);
     Group& g = group_at(key_group);
-    if (g.epoch < max_epoch) {
-      ++g.epoch;
+    g.stale = static_cast<std::uint8_t>(g.stale | epoch_bit(g.epoch));
+    if (const std::uint8_t e = free_epoch(g, 0)) {
+      g.epoch = e;
       return;
     }
     for (std::uint32_t i = 0; i < g.capacity(); ++i)
       if (!g.slots[i].key.empty()) g.slots[i].key.set_stamp(0);
+    g.stale = 0;
     g.epoch = 1;
+  }
+  // A deferred take of `key_group`'s changes: the group moves to another epoch, and the entries
+  // marked now keep the epoch returned (pending) until resolve_pending clears each. 0 when no
+  // epoch is free (too many stale ones): then unmark_group instead, and write the group whole.
+  std::uint8_t begin_pending(std::uint32_t key_group) {
+    check_write(key_group);
+    Group& g = group_at(key_group);
+    const std::uint8_t pending = g.epoch;
+    const std::uint8_t e = free_epoch(g, pending);
+    if (e != 0) g.epoch = e;
+    return e != 0 ? pending : 0;
+  }
+  // The entry of `key` (nullptr: absent), and whether it was stamped `pending`, a stamp then
+  // cleared. For the thread that resolves a deferred take while the group is frozen
+  // (state/frozen_key_groups.hpp): the write check is not asked, which would find the group
+  // unsettled, as it is until the take is resolved.
+  const V* resolve_pending(std::string_view key, std::uint64_t hash, std::uint8_t pending, bool& was_pending) {
+    Group& g = group_for(hash);
+    std::uint32_t i = find_index(g, detail::KeyProbe(key), hash);
+    if (i == npos) return nullptr;
+    was_pending = g.slots[i].key.stamp() == pending;
+    if (was_pending) g.slots[i].key.set_stamp(0);
+    return &g.slots[i].value;
+  }
+  // A deferred take of `key_group` will not be resolved: its entries may keep `pending`.
+  void abandon_pending(std::uint32_t key_group, std::uint8_t pending) {
+    check_write(key_group);
+    Group& g = group_at(key_group);
+    g.stale = static_cast<std::uint8_t>(g.stale | epoch_bit(pending));
   }
   bool marked(std::string_view key, std::uint64_t hash) const {
     const Group& g = groups_[group_index(hash)];
@@ -498,6 +536,7 @@ public:
     to.size = std::exchange(g.size, 0);
     to.grow_at = std::exchange(g.grow_at, 0);
     to.epoch = std::exchange(g.epoch, 1);
+    to.stale = std::exchange(g.stale, 0);
     to.long_keys = std::move(g.long_keys);
     size_ += to.size;
     from.size_ -= to.size;
@@ -528,6 +567,7 @@ public:
     copy.size = g.size;
     copy.grow_at = g.grow_at;
     copy.epoch = g.epoch;
+    copy.stale = g.stale;
     if (g.long_keys) copy.long_keys = std::make_unique<detail::LongKeyStore>(*g.long_keys);
     to.size_ += copy.size;
   }
@@ -564,6 +604,7 @@ private:
     std::uint32_t size = 0;
     std::uint32_t grow_at = 0; // size that triggers doubling (80% of capacity)
     std::uint8_t epoch = 1;    // entries stamped with it are marked (1 to max_epoch)
+    std::uint8_t stale = 0;    // bit e: entries may still carry epoch e, from before (epoch_bit)
     std::unique_ptr<detail::LongKeyStore> long_keys;
 
     std::uint32_t capacity() const { return cap; }
@@ -585,6 +626,15 @@ private:
   static constexpr std::uint32_t npos = UINT32_MAX;
   static constexpr std::uint32_t min_capacity = 8;
   static constexpr std::uint8_t max_epoch = detail::StoredKey::tag_stamp >> detail::StoredKey::stamp_shift;
+  static constexpr std::uint8_t epoch_bit(std::uint8_t e) { return static_cast<std::uint8_t>(1u << (e - 1)); }
+  // The epoch after g's current one (cyclically) that is neither stale nor `also_taken`; 0: none.
+  static std::uint8_t free_epoch(const Group& g, std::uint8_t also_taken) {
+    for (std::uint8_t step = 1; step < max_epoch; ++step) {
+      const auto e = static_cast<std::uint8_t>((g.epoch - 1 + step) % max_epoch + 1);
+      if (e != also_taken && !(g.stale & epoch_bit(e))) return e;
+    }
+    return 0;
+  }
   static constexpr std::align_val_t slot_align{alignof(Slot) > 64 ? alignof(Slot) : 64};
 
   void check_write([[maybe_unused]] std::uint32_t key_group) const {
@@ -792,6 +842,7 @@ private:
     g.size = 0;
     g.grow_at = 0;
     g.epoch = 1;
+    g.stale = 0;
     g.long_keys.reset();
   }
 

@@ -81,7 +81,8 @@ bool IncrementalSnapshots::start_full() const {
 
 IncrementalSnapshots::Plan IncrementalSnapshots::plan(std::uint64_t id, const std::filesystem::path& dir,
                                                       bool savepoint,
-                                                      const std::vector<operators::Operator*>& operators) {
+                                                      const std::vector<operators::Operator*>& operators,
+                                                      bool deferred) {
   Taken now;
   for (operators::Operator* op : operators) {
     std::vector<std::uint32_t> groups;
@@ -90,13 +91,18 @@ IncrementalSnapshots::Plan IncrementalSnapshots::plan(std::uint64_t id, const st
     else now.changed.emplace_back(std::nullopt);
     // Entries only when deltas may be written: their tracking costs a lookup per update.
     std::vector<state::GroupEntries> entries;
-    if (tracked && settings_.enabled && op->take_changed_entries(entries)) {
+    std::set<std::uint32_t> unresolved;
+    if (tracked && settings_.enabled && op->take_changed_entries(entries, deferred)) {
       std::map<std::uint32_t, std::vector<std::string>> by_group;
-      for (auto& e : entries) by_group[e.key_group] = std::move(e.keys);
+      for (auto& e : entries) {
+        if (e.unresolved) unresolved.insert(e.key_group);
+        by_group[e.key_group] = std::move(e.keys);
+      }
       now.entries.emplace_back(std::move(by_group));
     } else {
       now.entries.emplace_back(std::nullopt);
     }
+    now.unresolved.push_back(std::move(unresolved));
   }
   now.may_be_base = settings_.enabled && !savepoint && dir.filename() == "chk-" + std::to_string(id);
   // A restored chain's paths are relative to its own directory: only a sibling may name them.
@@ -151,7 +157,10 @@ IncrementalSnapshots::Plan IncrementalSnapshots::plan(std::uint64_t id, const st
         }
         for (std::uint32_t g : *t.changed[k]) {
           auto e = t.entries[k]->find(g);
-          if (e == t.entries[k]->end()) {
+          // A take left unresolved has no keys to join another's with: only a delta of this
+          // take alone may be written from it (by the operator, which resolves it).
+          const bool unresolved = k < t.unresolved.size() && t.unresolved[k].count(g);
+          if (e == t.entries[k]->end() || (unresolved && (!is_now || takes[g] > 0))) {
             whole.insert(g);
           } else if (!whole.count(g)) {
             deltas[g].insert(deltas[g].end(), e->second.begin(), e->second.end());

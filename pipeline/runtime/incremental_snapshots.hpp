@@ -100,8 +100,11 @@ public:
 
   // The snapshot of checkpoint `id` into `dir`: takes every operator's changed groups (at
   // every snapshot, so that none is lost) and decides what to write.
+  // `deferred`: the snapshot is deferred (TaskChain::snapshot_operators_deferred), and the
+  // operators may leave the keys of a take unresolved (Operator::take_changed_entries): such a
+  // group is a delta of `deltas_of_this_take` (with no keys) or written whole.
   Plan plan(std::uint64_t id, const std::filesystem::path& dir, bool savepoint,
-            const std::vector<operators::Operator*>& operators);
+            const std::vector<operators::Operator*>& operators, bool deferred = false);
   // The snapshot of `id` is durable, `bytes` long.
   void written(std::uint64_t id, std::uint64_t bytes);
   // Checkpoint `id` completed (the coordinator's COMMIT): later snapshots may build on it.
@@ -123,6 +126,8 @@ private:
     std::vector<std::optional<std::vector<std::uint32_t>>> changed; // per operator; nullopt: untracked
     // Per operator, the groups of `changed` taken with their entries (nullopt: no entries).
     std::vector<std::optional<std::map<std::uint32_t, std::vector<std::string>>>> entries;
+    // Per operator, the groups of `entries` whose keys the take left unresolved (no keys).
+    std::vector<std::set<std::uint32_t>> unresolved;
     std::vector<CheckpointTaskFile::PreviousFile> previous;
     std::vector<std::uint64_t> whole_at; // as Base::whole_at once this snapshot is a base
     bool may_be_base = false;

@@ -231,12 +231,19 @@ void operator_segments(operators::Operator& op, const std::string& node, std::si
   // either mode: a copy is never changed by the task).
   std::shared_ptr<state::FrozenKeyGroups> delta_copies;
   std::unordered_map<std::uint32_t, std::size_t> delta_copy_index;
-  if (deltas && !deltas->empty() && k < plan->deltas_of_this_take.size()) {
+  // Deferred: called at every barrier, so that the operator settles a take it left unresolved
+  // (Operator::take_changed_entries) whatever the plan made of it.
+  if (defer || (deltas && !deltas->empty() && k < plan->deltas_of_this_take.size())) {
     state::DeltaKeys wanted;
-    for (std::uint32_t group : plan->deltas_of_this_take[k])
-      if (auto d = deltas->find(group); d != deltas->end() && range.contains(group)) wanted.emplace_back(group, &d->second);
-    if ((delta_copies = op.defer_key_group_deltas(wanted)))
+    if (deltas && k < plan->deltas_of_this_take.size())
+      for (std::uint32_t group : plan->deltas_of_this_take[k])
+        if (auto d = deltas->find(group); d != deltas->end() && range.contains(group))
+          wanted.emplace_back(group, &d->second);
+    if ((delta_copies = op.defer_key_group_deltas(wanted))) {
       for (std::size_t i = 0; i < delta_copies->size(); ++i) delta_copy_index.emplace(delta_copies->group(i), i);
+      // Groups frozen to be resolved later: thawed, and their stalls counted, like whole ones.
+      if (frozen && !delta_copies->settled()) frozen->push_back(delta_copies);
+    }
   }
   auto write_group = [&](std::uint32_t group) {
     if (auto c = delta_copy_index.find(group); c != delta_copy_index.end()) {
@@ -246,8 +253,10 @@ void operator_segments(operators::Operator& op, const std::string& node, std::si
       segments.push_back(std::move(s));
       return;
     }
+    // A delta without keys is one the take left unresolved and the operator did not defer
+    // (it must, Operator::take_changed_entries): whole, as a safe fallback.
     if (deltas)
-      if (auto d = deltas->find(group); d != deltas->end()) {
+      if (auto d = deltas->find(group); d != deltas->end() && !d->second.empty()) {
         SnapshotSegment s{node, state::SegmentKind::KeyedDelta, group, {}};
         if (op.snapshot_key_group_delta(group, d->second, s.bytes)) {
           segments.push_back(std::move(s));

@@ -528,7 +528,8 @@ private:
     if (snapshot_writer_) snapshot_writer_->drop_queued_before(barrier.checkpoint_id);
     const std::size_t late_groups = chain_->complete_deferred();
     const auto planning = Clock::now();
-    auto plan = incremental_snapshots().plan(barrier.checkpoint_id, barrier.directory, savepoint, chain_->operators());
+    auto plan = incremental_snapshots().plan(barrier.checkpoint_id, barrier.directory, savepoint, chain_->operators(),
+                                             deferred_snapshots_of(job_->spec));
     const auto planned = Clock::now();
     if (!snapshot_writer_) snapshot_writer_ = std::make_unique<AsyncSnapshotWriter>(uploader_.get());
     TaskChain::EdgeSegments edges = chain_->snapshot_edges(barrier.checkpoint_id, savepoint);
@@ -628,7 +629,7 @@ private:
     std::vector<state::GroupEntries> entries;
     for (operators::Operator* op : ops) {
       op->take_changed_key_groups(groups);
-      op->take_changed_entries(entries);
+      op->take_changed_entries(entries, /*deferred=*/false);
     }
     log_.debug("checkpoints go on with the chain of {} ({} file(s))", restore.dir().filename().string(),
                readers.size());

@@ -291,7 +291,7 @@ public:
     out.insert(out.end(), whole.begin(), whole.end());
     return true;
   }
-  bool take_changed_entries(std::vector<state::GroupEntries>& out) override {
+  bool take_changed_entries(std::vector<state::GroupEntries>& out, bool /*deferred*/) override {
     for (auto& [g, keys] : entries) out.push_back({g, keys});
     entries.clear();
     whole.clear();

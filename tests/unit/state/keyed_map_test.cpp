@@ -523,6 +523,86 @@ TEST_CASE("KeyedMap unmarks whole groups through many epochs", "[state][keyed_ma
   }
 }
 
+// Deferred takes (ChangedEntries::take_logs) leave a group's marks pending under the epoch it
+// left (begin_pending) until a resolver clears them (resolve_pending), or give them up
+// (abandon_pending: stale), mixed with whole-group unmarks. Through many rounds, an entry
+// reads as marked exactly when it changed since the last take (else a change would go
+// unrecorded, and a delta miss it), and a pending entry changed before it is resolved counts
+// as newly marked.
+TEST_CASE("KeyedMap deferred takes keep marks pending, then resolved or stale", "[state][keyed_map]") {
+  const std::uint64_t seed = std::random_device{}();
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  KeyedMap<std::int64_t> map(key_group_range(0, 1, max_p), max_p);
+  std::vector<std::string> keys;
+  for (int k = 0; k < 2000; ++k)
+    keys.push_back(k % 3 ? "k" + std::to_string(k) : "a long key of more than fifteen bytes " + std::to_string(k));
+  std::set<std::string> marked; // changed since the last take
+  std::size_t resolved_rounds = 0, abandoned_rounds = 0, whole_rounds = 0;
+  for (int round = 0; round < 60; ++round) {
+    for (int n = 0; n < 300; ++n) {
+      const std::string& k = keys[rng() % keys.size()];
+      if (rng() % 5 == 0) {
+        map.erase(k, hash_key_bytes(k));
+        marked.erase(k);
+        continue;
+      }
+      bool newly = false;
+      ++*map.try_emplace_marked(k, hash_key_bytes(k), newly).first;
+      CHECK(newly == (marked.count(k) == 0));
+      marked.insert(k);
+    }
+    // The take: per group, deferred (pending) or whole, as a checkpoint decides.
+    std::map<std::uint32_t, std::uint8_t> pending;
+    for (std::uint32_t g = 0; g < max_p; ++g) {
+      if (rng() % 4 == 0) {
+        map.unmark_group(g);
+        ++whole_rounds;
+      } else if (const std::uint8_t p = map.begin_pending(g)) {
+        pending[g] = p;
+      } else {
+        map.unmark_group(g); // no epoch free: whole
+      }
+    }
+    std::set<std::string> taken = std::exchange(marked, {});
+    // The task changes some entries before the take is resolved: newly marked, pending or not.
+    std::set<std::string> changed_since;
+    for (int n = 0; n < 50; ++n) {
+      const std::string& k = keys[rng() % keys.size()];
+      if (pending.count(map.key_group_of(hash_key_bytes(k)))) continue; // frozen until resolved
+      bool newly = false;
+      map.try_emplace_marked(k, hash_key_bytes(k), newly);
+      CHECK(newly == (changed_since.count(k) == 0));
+      changed_since.insert(k);
+    }
+    // Resolved (every logged key found once as pending, then no more) or abandoned.
+    const bool resolve = rng() % 3 != 0;
+    for (const std::string& k : taken) {
+      const std::uint32_t g = map.key_group_of(hash_key_bytes(k));
+      auto p = pending.find(g);
+      if (p == pending.end() || !resolve) continue;
+      bool was = false;
+      const std::int64_t* v = map.resolve_pending(k, hash_key_bytes(k), p->second, was);
+      REQUIRE(v != nullptr);
+      CHECK(was);
+      map.resolve_pending(k, hash_key_bytes(k), p->second, was);
+      CHECK_FALSE(was);
+    }
+    if (!resolve)
+      for (const auto& [g, p] : pending) map.abandon_pending(g, p);
+    ++(resolve ? resolved_rounds : abandoned_rounds);
+    marked = changed_since;
+    for (const std::string& k : keys) {
+      if (!map.contains(k, hash_key_bytes(k))) continue;
+      INFO("round " << round << ", key " << k);
+      CHECK(map.marked(k, hash_key_bytes(k)) == (marked.count(k) == 1));
+    }
+  }
+  CHECK(resolved_rounds > 10);
+  CHECK(abandoned_rounds > 5);
+  CHECK(whole_rounds > 100);
+}
+
 TEST_CASE("KeyedMap reserves a table of any capacity, not a power of two", "[state][keyed_map]") {
   // One key group: a restore reserves a group's table for the entries its segment holds. At
   // 257 k entries a power of two was 49% full (twice the memory for the kernel to clear).
