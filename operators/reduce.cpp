@@ -20,6 +20,7 @@
 #include "state/frozen_key_groups.hpp"
 #include "state/key_group.hpp"
 #include "state/keyed_map.hpp"
+#include "state/pending_take.hpp"
 #include "state/state_codec.hpp"
 
 namespace streamctl::operators {
@@ -187,16 +188,27 @@ public:
   // reaches a group still frozen.
   std::shared_ptr<state::FrozenKeyGroups> freeze_key_groups(const std::vector<std::uint32_t>& groups) override {
     if (!rows_) return nullptr;
-    return freezer_.freeze(rows_->key_group_range(), groups,
-                           [this](std::uint32_t g, std::string& out) { snapshot_key_group(g, out); });
+    auto serialise = [this](std::uint32_t g, std::string& out) { snapshot_key_group(g, out); };
+    // Beside the deltas this barrier froze (freeze_pending_take), which stay frozen.
+    if (std::exchange(frozen_deltas_now_, false))
+      return freezer_.freeze_also(rows_->key_group_range(), groups, std::move(serialise));
+    return freezer_.freeze(rows_->key_group_range(), groups, std::move(serialise));
   }
 
   // The unmark's probe of a changed row also serialises it, as the delta writes it, so that a
   // delta of this take's keys alone is assembled later by the snapshot writer from those bytes
-  // (defer_key_group_deltas) rather than found again at the barrier.
-  bool take_changed_entries(std::vector<state::GroupEntries>& out, bool /*deferred*/) override {
+  // (defer_key_group_deltas) rather than found again at the barrier. Deferred snapshots
+  // (`deferred`) leave the keys unresolved at the barrier instead (state/pending_take.hpp): the
+  // writer's thread, or the task before it changes a group, finds and serialises the rows.
+  bool take_changed_entries(std::vector<state::GroupEntries>& out, bool deferred) override {
     freezer_.thaw_all(); // unmarking writes the groups' slots
     captures_.drop();
+    frozen_deltas_now_ = false;
+    settle_pending_take();
+    if (deferred) {
+      take_pending(out);
+      return true;
+    }
     const std::size_t first = out.size();
     entries_.take(
         out,
@@ -227,23 +239,13 @@ public:
 
   std::shared_ptr<state::FrozenKeyGroups> defer_key_group_deltas(const state::DeltaKeys& deltas) override {
     if (!rows_) return nullptr;
+    if (pending_take_ && !pending_take_->frozen()) return freeze_pending_take(deltas);
     return captures_.defer(
         deltas, freezer_,
         [this](std::uint32_t group, std::size_t changed) {
           return state::ChangedEntries::delta_pays(changed, rows_->group_size(group));
         },
-        [with_ttl = ttl_ms_ > 0](std::uint32_t, RowCapture&& c) {
-          const std::size_t bytes = c.written.capacity() + c.erased.capacity();
-          return state::FrozenKeyGroups::GroupCopy{[with_ttl, copy = std::move(c)](std::string& out) {
-                                                     state::StateWriter w(out);
-                                                     write_delta_header(w, with_ttl);
-                                                     w.varint(copy.rows);
-                                                     out.append(copy.written);
-                                                     w.varint(copy.erased_rows);
-                                                     out.append(copy.erased);
-                                                   },
-                                                   bytes};
-        });
+        [with_ttl = ttl_ms_ > 0](std::uint32_t, RowCapture&& c) { return copy_of(std::move(c), with_ttl); });
   }
 
   bool snapshot_key_group_delta(std::uint32_t key_group, const std::vector<std::string>& keys,
@@ -289,6 +291,7 @@ public:
         donor->aggregates_.state_bytes() != aggregates_.state_bytes() || donor->ttl_ms_ != ttl_ms_)
       return nullptr;
     donor->freezer_.thaw(key_group); // its table moves out
+    donor->abandon_pending_take(key_group); // stamps it left pending leave with the table, stale
     auto load = std::make_unique<GroupLoad>(const_cast<Reduce&>(*this), key_group);
     if (donor->rows_->group_size(key_group) != 0) {
       load->rows_.adopt_group(key_group, *donor->rows_);
@@ -470,12 +473,92 @@ private:
     std::size_t size() const { return rows + erased_rows; }
   };
 
+  // A capture as a deferred snapshot's copy of the group's delta, serialised by the writer.
+  static state::FrozenKeyGroups::GroupCopy copy_of(RowCapture&& c, bool with_ttl) {
+    const std::size_t bytes = c.written.capacity() + c.erased.capacity();
+    return state::FrozenKeyGroups::GroupCopy{[with_ttl, copy = std::move(c)](std::string& out) {
+                                               state::StateWriter w(out);
+                                               write_delta_header(w, with_ttl);
+                                               w.varint(copy.rows);
+                                               out.append(copy.written);
+                                               w.varint(copy.erased_rows);
+                                               out.append(copy.erased);
+                                             },
+                                             bytes};
+  }
+
+  // Deferred snapshots: the take of changed rows left unresolved (state/pending_take.hpp).
+  using PendingTake = state::PendingTake<1>;
+
+  void take_pending(std::vector<state::GroupEntries>& out) {
+    std::vector<state::GroupLog> logs;
+    entries_.take_logs(logs, [&](std::uint32_t group) { rows_->unmark_group(group); });
+    pending_take_ = PendingTake::make(
+        std::move(logs), out, [&](std::uint32_t g) { return PendingTake::Epochs{rows_->begin_pending(g)}; },
+        [&](std::uint32_t g, const PendingTake::Epochs&) { rows_->unmark_group(g); }); // no free epoch: scanned
+  }
+  void abandon_pending(std::uint32_t g, const PendingTake::Epochs& epochs) { rows_->abandon_pending(g, epochs[0]); }
+
+  // The groups of the pending take that the plan writes as deltas are frozen, to be resolved
+  // later (each serialised by whichever thread claims it); the others' stamps are given up.
+  std::shared_ptr<state::FrozenKeyGroups> freeze_pending_take(const state::DeltaKeys& deltas) {
+    std::shared_ptr<PendingTake> take = pending_take_;
+    std::vector<std::uint32_t> groups =
+        take->freeze(deltas, [this](std::uint32_t g, const PendingTake::Epochs& e) { abandon_pending(g, e); });
+    if (groups.empty()) return nullptr;
+    frozen_deltas_now_ = true;
+    auto serialise = [this, take](std::uint32_t g, std::string& out) {
+      copy_of(resolve_pending(*take, g), ttl_ms_ > 0).serialise(out);
+    };
+    auto copy = [this, take](std::uint32_t g) { return copy_of(resolve_pending(*take, g), ttl_ms_ > 0); };
+    return freezer_.freeze(rows_->key_group_range(), std::move(groups), std::move(serialise), std::move(copy));
+  }
+
+  // On the thread that claimed frozen group `g`: its changed rows serialised as the barrier
+  // left them (their pending stamps cleared), and the keys of those erased.
+  RowCapture resolve_pending(PendingTake& take, std::uint32_t g) {
+    RowCapture c;
+    std::vector<std::string> keys;
+    take.resolve(
+        g, keys,
+        [&](std::string_view key, std::uint64_t hash, const PendingTake::Epochs& epochs) -> std::optional<bool> {
+          bool was_pending = false;
+          const Row* row = rows_->resolve_pending(key, hash, epochs[0], was_pending);
+          if (row == nullptr) return std::nullopt;
+          if (was_pending) {
+            write_row(key, *row, c.written);
+            ++c.rows;
+          }
+          return was_pending;
+        },
+        [&](std::string_view, std::uint64_t hash) { rows_->prefetch(hash); });
+    // Rows present first, in the order serialised, then those erased (ChangedEntries::resolve).
+    state::StateWriter w(c.erased);
+    for (std::size_t k = c.rows; k < keys.size(); ++k) w.bytes(keys[k]);
+    c.erased_rows = keys.size() - c.rows;
+    return c;
+  }
+
+  // At the next take, or when a rescale moves group `g` out: what was not resolved goes stale.
+  void settle_pending_take() {
+    if (auto take = std::exchange(pending_take_, nullptr))
+      take->give_up_unresolved([this](std::uint32_t g, const PendingTake::Epochs& e) { abandon_pending(g, e); });
+  }
+  void abandon_pending_take(std::uint32_t g) {
+    if (pending_take_)
+      pending_take_->give_up_group(g, [this](std::uint32_t group, const PendingTake::Epochs& e) {
+        abandon_pending(group, e);
+      });
+  }
+
   std::int64_t ttl_ms_;
   std::int64_t last_sweep_ = 0;
   std::optional<state::KeyedMap<Row>> rows_;
   state::ChangedGroups changed_; // since the last incremental checkpoint
   state::ChangedEntries entries_; // the same, row by row
   state::DeltaCaptures<RowCapture> captures_; // what the last take_changed_entries serialised
+  std::shared_ptr<PendingTake> pending_take_; // the last deferred take, until the next settles it
+  bool frozen_deltas_now_ = false;            // freeze_pending_take froze deltas at this barrier
   std::string key_bytes_;
   state::RecordBuilder builder_;
   pipeline::EvalContext eval_;

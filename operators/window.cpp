@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <bit>
 #include <cstring>
 #include <new>
@@ -23,6 +22,7 @@
 #include "state/key_codec.hpp"
 #include "state/key_group.hpp"
 #include "state/keyed_map.hpp"
+#include "state/pending_take.hpp"
 #include "state/recycled_memory.hpp"
 #include "state/state_codec.hpp"
 #include "state/timer_service.hpp"
@@ -508,7 +508,7 @@ public:
   }
 
   std::shared_ptr<state::FrozenKeyGroups> defer_key_group_deltas(const state::DeltaKeys& deltas) override {
-    if (pending_take_ && !pending_take_->frozen) return freeze_pending_take(deltas);
+    if (pending_take_ && !pending_take_->frozen()) return freeze_pending_take(deltas);
     return captures_.defer(
         deltas, freezer_, [this](std::uint32_t group, std::size_t changed) { return delta_pays(group, changed); },
         [this](std::uint32_t group, DeltaCapture&& c) {
@@ -1136,69 +1136,40 @@ private:
     out.append(timers);
   }
 
-  // A deferred take of changed entries (take_changed_entries with `deferred`) until it is
-  // resolved: per group, its log and the epochs its entries stayed marked with (per time
-  // domain). Shared with the closures of the frozen set that resolves it.
-  struct PendingTake {
-    std::vector<state::GroupLog> logs;
-    std::vector<std::array<std::uint8_t, 2>> pending;          // per log: epoch per domain
-    std::unique_ptr<std::atomic<bool>[]> resolved;             // per log: by whichever thread
-    std::unordered_map<std::uint32_t, std::size_t> index;      // group -> log
-    bool frozen = false; // defer_key_group_deltas has dealt with it (task thread only)
-  };
+  // Deferred snapshots: the take of changed entries left unresolved (state/pending_take.hpp),
+  // one pending epoch per time domain.
+  using PendingTake = state::PendingTake<2>;
 
   void take_pending(std::vector<state::GroupEntries>& out) {
     std::vector<state::GroupLog> logs;
     entries_.take_logs(logs, [&](std::uint32_t group) {
       for (Domain& d : domains_) d.windows->unmark_group(group);
     });
-    auto take = std::make_shared<PendingTake>();
-    for (state::GroupLog& log : logs) {
-      const std::uint32_t g = log.key_group;
-      std::array<std::uint8_t, 2> pending{};
-      for (int di = 0; di < 2; ++di) pending[di] = domains_[di].windows->begin_pending(g);
-      if (pending[0] == 0 || pending[1] == 0) {
-        // No free epoch (too many stale ones): whole, which the scan of unmark_group clears.
-        for (int di = 0; di < 2; ++di) {
-          if (pending[di] != 0) domains_[di].windows->abandon_pending(g, pending[di]);
-          domains_[di].windows->unmark_group(g);
-        }
-        continue; // taken without entries: written whole
-      }
-      state::GroupEntries e;
-      e.key_group = g;
-      e.unresolved = true;
-      e.logged = log.count;
-      out.push_back(std::move(e));
-      take->index.emplace(g, take->logs.size());
-      take->logs.push_back(std::move(log));
-      take->pending.push_back(pending);
-    }
-    if (take->logs.empty()) return;
-    take->resolved = std::make_unique<std::atomic<bool>[]>(take->logs.size());
-    for (std::size_t i = 0; i < take->logs.size(); ++i) take->resolved[i].store(false, std::memory_order_relaxed);
-    pending_take_ = std::move(take);
+    pending_take_ = PendingTake::make(
+        std::move(logs), out,
+        [&](std::uint32_t g) {
+          return PendingTake::Epochs{domains_[0].windows->begin_pending(g), domains_[1].windows->begin_pending(g)};
+        },
+        [&](std::uint32_t g, const PendingTake::Epochs& epochs) {
+          abandon_pending(g, epochs);
+          for (Domain& d : domains_) d.windows->unmark_group(g); // no free epoch: scanned
+        });
+  }
+  void abandon_pending(std::uint32_t g, const PendingTake::Epochs& epochs) {
+    for (int di = 0; di < 2; ++di)
+      if (epochs[di] != 0) domains_[di].windows->abandon_pending(g, epochs[di]);
   }
 
   // The groups of the pending take that the plan writes as deltas (`deltas`; every unresolved
   // one it writes as a delta is there) are frozen, to be resolved later; the others' pending
-  // stamps are given up (stale: the plan writes those groups whole).
+  // stamps are given up (the plan writes those groups whole).
   std::shared_ptr<state::FrozenKeyGroups> freeze_pending_take(const state::DeltaKeys& deltas) {
     std::shared_ptr<PendingTake> take = pending_take_;
-    take->frozen = true;
-    std::vector<std::uint32_t> groups;
-    std::vector<char> wanted(take->logs.size(), 0);
-    auto timers = std::make_shared<std::unordered_map<std::uint32_t, std::string>>();
-    for (const auto& [group, keys] : deltas) {
-      auto at = take->index.find(group);
-      if (at == take->index.end()) continue;
-      wanted[at->second] = 1;
-      groups.push_back(group);
-      state::StateWriter((*timers)[group]).timers(*timers_, group); // shared by every group: read now
-    }
-    for (std::size_t i = 0; i < take->logs.size(); ++i)
-      if (!wanted[i]) abandon_pending_log(*take, i);
+    std::vector<std::uint32_t> groups =
+        take->freeze(deltas, [this](std::uint32_t g, const PendingTake::Epochs& e) { abandon_pending(g, e); });
     if (groups.empty()) return nullptr;
+    auto timers = std::make_shared<std::unordered_map<std::uint32_t, std::string>>();
+    for (std::uint32_t g : groups) state::StateWriter((*timers)[g]).timers(*timers_, g); // shared: read now
     frozen_deltas_now_ = true;
     auto serialise = [this, take, timers](std::uint32_t g, std::string& out) {
       write_captured_delta(resolve_pending(*take, g), timers->at(g), out);
@@ -1206,11 +1177,10 @@ private:
     auto copy = [this, take, timers](std::uint32_t g) {
       DeltaCapture c = resolve_pending(*take, g);
       const std::size_t bytes = c.memory_bytes() + timers->at(g).size();
-      return state::FrozenKeyGroups::GroupCopy{
-          [this, captured = std::move(c), timers, g](std::string& out) {
-            write_captured_delta(captured, timers->at(g), out);
-          },
-          bytes};
+      return state::FrozenKeyGroups::GroupCopy{[this, captured = std::move(c), timers, g](std::string& out) {
+                                                 write_captured_delta(captured, timers->at(g), out);
+                                               },
+                                               bytes};
     };
     return freezer_.freeze(range_, std::move(groups), std::move(serialise), std::move(copy));
   }
@@ -1218,16 +1188,14 @@ private:
   // On the thread that claimed frozen group `g` (the writer, or the task in thaw): the changed
   // windows of its log as the barrier left them, their pending stamps cleared.
   DeltaCapture resolve_pending(PendingTake& take, std::uint32_t g) {
-    const std::size_t i = take.index.at(g);
-    const std::array<std::uint8_t, 2> pending = take.pending[i];
     DeltaCapture c;
     std::vector<std::string> keys;
-    state::ChangedEntries::resolve(
-        take.logs[i].log, keys,
-        [&](std::string_view tracked, std::uint64_t hash) -> std::optional<bool> {
+    take.resolve(
+        g, keys,
+        [&](std::string_view tracked, std::uint64_t hash, const PendingTake::Epochs& epochs) -> std::optional<bool> {
           const int di = static_cast<unsigned char>(tracked[0]);
           bool was_pending = false;
-          const Cell* cell = domains_[di].windows->resolve_pending(tracked.substr(1), hash, pending[di], was_pending);
+          const Cell* cell = domains_[di].windows->resolve_pending(tracked.substr(1), hash, epochs[di], was_pending);
           if (cell == nullptr) return std::nullopt;
           if (was_pending) c.add_written(tracked, *cell);
           return was_pending;
@@ -1237,26 +1205,20 @@ private:
         });
     // Windows present first, in the order copied, then those erased (ChangedEntries::resolve).
     for (std::size_t k = c.written; k < keys.size(); ++k) c.add_erased(keys[k]);
-    take.resolved[i].store(true, std::memory_order_release);
     return c;
   }
 
-  void abandon_pending_log(PendingTake& take, std::size_t i) {
-    if (take.resolved[i].exchange(true, std::memory_order_acq_rel)) return;
-    for (int di = 0; di < 2; ++di) domains_[di].windows->abandon_pending(take.logs[i].key_group, take.pending[i][di]);
-  }
-  // At the next take (every frozen group settled by then: thawed, or abandoned when the writer
-  // gave the checkpoint up), the groups never resolved keep their pending stamps: stale.
+  // At the next take (every frozen group settled by then), or when a rescale moves group `g`
+  // out: what was not resolved keeps its pending stamps, which go stale.
   void settle_pending_take() {
-    std::shared_ptr<PendingTake> take = std::exchange(pending_take_, nullptr);
-    if (!take) return;
-    for (std::size_t i = 0; i < take->logs.size(); ++i) abandon_pending_log(*take, i);
+    if (auto take = std::exchange(pending_take_, nullptr))
+      take->give_up_unresolved([this](std::uint32_t g, const PendingTake::Epochs& e) { abandon_pending(g, e); });
   }
-  // A rescale moves `g` out (its frozen group thawed first): unresolved pending stamps go stale.
   void abandon_pending_take(std::uint32_t g) {
-    if (!pending_take_) return;
-    if (auto at = pending_take_->index.find(g); at != pending_take_->index.end())
-      abandon_pending_log(*pending_take_, at->second);
+    if (pending_take_)
+      pending_take_->give_up_group(g, [this](std::uint32_t group, const PendingTake::Epochs& e) {
+        abandon_pending(group, e);
+      });
   }
 
   const bool inline_blocks_;
