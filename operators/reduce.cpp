@@ -11,7 +11,6 @@
 #include "operators/key_fields.hpp"
 #include "operators/keyed_delta_load.hpp"
 #include "operators/toml_order.hpp"
-#include "operators/wall_clock.hpp"
 #include "pipeline/spec/pipeline_spec.hpp"
 #include "state/key_codec.hpp"
 #include "state/changed_entries.hpp"
@@ -99,7 +98,7 @@ public:
   void process(const state::Batch& in, state::Batch& out) override {
     out.retain_memory_of(in);
     eval_.arena = &out.arena();
-    std::int64_t now = wall_clock_ms();
+    std::int64_t now = ctx_.now_ms(); // the wall clock, but for tests that set it
     eval_.now_ms = now;
     if (ttl_ms_ > 0 && now - last_sweep_ >= ttl_ms_ / 2 + 1) expire(now);
     key_.prepare(std::span<const state::Record>(in.begin(), in.end()));
@@ -358,7 +357,7 @@ private:
     auto load = std::make_unique<GroupLoad>(const_cast<Reduce&>(*this), key_group);
     if (n > 0) load->rows_.reserve_group(key_group, n);
     state::FieldNames names; // keys are only checked here: their names need not be the task's
-    const std::int64_t now = wall_clock_ms();
+    const std::int64_t now = ctx_.now_ms();
     for (std::uint64_t k = 0; k < n; ++k) {
       std::string_view key;
       if (!r.bytes(key)) return failed(r.error());
@@ -389,7 +388,7 @@ private:
     if (!r.header('r') || !r.u8(has_last_seen) || !r.count(n, 2)) return fail(r.error());
     if (has_last_seen > 1) return fail("bad flags byte");
     state::FieldNames names;
-    const std::int64_t now = wall_clock_ms();
+    const std::int64_t now = ctx_.now_ms();
     auto check = [&](std::string_view key, std::uint64_t& hash) -> Result<void> {
       if (!state::valid_key_bytes(key, names)) return fail("a malformed key");
       hash = state::hash_key_bytes(key);
