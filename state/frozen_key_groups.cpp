@@ -137,6 +137,10 @@ std::optional<std::string> FrozenKeyGroups::take(std::size_t index) {
   return std::exchange(bytes_[index], {});
 }
 
+void FrozenKeyGroups::serialise_ahead() {
+  for (std::size_t i = 0; i < groups_.size(); ++i) settle(i, By::writer);
+}
+
 void FrozenKeyGroups::abandon() {
   for (std::size_t i = 0; i < groups_.size(); ++i) {
     std::atomic<std::uint8_t>& state = states_[i];

@@ -111,6 +111,10 @@ public:
   // made one) unless the task has serialised them (then waits for it if it is at it). nullopt:
   // abandoned.
   std::optional<std::string> take(std::size_t index);
+  // Serialises every group still pending now, ahead of the take()s (which then hand the bytes
+  // over): for small sets that the task would otherwise claim group by group as its first
+  // batch after the barrier touches them (the deltas of a take left unresolved).
+  void serialise_ahead();
 
   // --- Any thread ---
   // The checkpoint will not be written (the writer dropped it, the task ends): groups still

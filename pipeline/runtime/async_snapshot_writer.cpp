@@ -1,5 +1,6 @@
 #include "pipeline/runtime/async_snapshot_writer.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 namespace streamctl::runtime {
@@ -131,6 +132,16 @@ SnapshotWritten AsyncSnapshotWriter::write(SnapshotJob& job, const std::atomic<b
     out.error = writer.error();
     return out;
   }
+  // Deltas left frozen to be resolved first, before the file's other segments: each is small
+  // (the entries that changed), and each the writer resolves is one the task need not resolve
+  // when its first batch after the barrier touches the group (issue 12: the stall).
+  std::vector<state::FrozenKeyGroups*> ahead; // each set once (deltas and wholes interleave)
+  for (auto& segment : job.segments)
+    if (segment.frozen && segment.kind == state::SegmentKind::KeyedDelta &&
+        std::find(ahead.begin(), ahead.end(), segment.frozen.get()) == ahead.end()) {
+      ahead.push_back(segment.frozen.get());
+      segment.frozen->serialise_ahead();
+    }
   for (auto& segment : job.segments) {
     if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
       out.error = "the task ended before its snapshot was written";

@@ -39,7 +39,8 @@ std::string group_bytes(const st::KeyedMap<std::int64_t>& map, std::uint32_t g) 
 // Alone under ThreadSanitizer (debug checks on), from the project root, with MAIN.cpp a file
 // holding `#define CATCH_CONFIG_MAIN` and `#include <catch2/catch.hpp>`:
 //   g++ -std=c++20 -fsanitize=thread -O1 -g -I. -Itests tests/unit/state/frozen_key_groups_test.cpp
-//     state/frozen_key_groups.cpp state/key_group.cpp MAIN.cpp -lxxhash
+//     state/frozen_key_groups.cpp state/key_group.cpp state/table_memory.cpp state/recycled_memory.cpp
+//     MAIN.cpp -lxxhash
 TEST_CASE("frozen groups taken by another thread are the barrier's, while the task changes the map",
           "[deferred][frozen]") {
   // How the task thaws a pending group: serialising it, or copying it (copy-on-first-write),
@@ -107,6 +108,59 @@ TEST_CASE("frozen groups taken by another thread are the barrier's, while the ta
       CHECK(bytes == at_barrier[g]);
     }
     if (!abandon) CHECK(taken.size() == groups.size());
+  }
+}
+
+// Two sets frozen at one barrier (a deferred take's deltas, then the groups written whole:
+// KeyGroupFreezer::freeze_also), the writer serialising the first ahead of its takes
+// (serialise_ahead) while the task thaws groups of either through the freezer.
+TEST_CASE("two sets frozen at one barrier, one serialised ahead: each group the barrier's",
+          "[deferred][frozen]") {
+  const std::uint64_t seed = std::random_device{}();
+  INFO("seed " << seed);
+  std::mt19937_64 rng(seed);
+  const st::KeyGroupRange range{0, kMaxParallelism};
+  st::KeyedMap<std::int64_t> map(range, kMaxParallelism);
+  st::KeyGroupFreezer freezer;
+  map.set_write_check(&freezer);
+  for (int round = 0; round < 20; ++round) {
+    for (int i = 0; i < 2000; ++i) {
+      const std::string k = key_of(rng() % 4000);
+      const std::uint64_t h = st::hash_key_bytes(k);
+      freezer.thaw(st::key_group_of(h, kMaxParallelism));
+      map.get_or_insert(k, h) += 1;
+    }
+    std::map<std::uint32_t, std::string> at_barrier;
+    std::vector<std::uint32_t> first, second;
+    for (std::uint32_t g = 0; g < kMaxParallelism; ++g) {
+      at_barrier[g] = group_bytes(map, g);
+      (rng() % 2 ? first : second).push_back(g);
+    }
+    auto serialise = [&map](std::uint32_t g, std::string& out) { out = group_bytes(map, g); };
+    auto ahead = freezer.freeze(range, first, serialise);
+    auto rest = freezer.freeze_also(range, second, serialise);
+    std::map<std::uint32_t, std::string> taken;
+    std::thread writer([&] {
+      ahead->serialise_ahead();
+      for (const auto& set : {ahead, rest})
+        for (std::size_t i = 0; i < set->size(); ++i)
+          if (auto bytes = set->take(i)) taken[set->group(i)] = std::move(*bytes);
+    });
+    for (int i = 0; i < 3000; ++i) {
+      const std::string k = key_of(rng() % 5000);
+      const std::uint64_t h = st::hash_key_bytes(k);
+      freezer.thaw(st::key_group_of(h, kMaxParallelism));
+      if (rng() % 5 == 0) map.erase(k, h);
+      else map.get_or_insert(k, h) += 7;
+    }
+    writer.join();
+    CHECK(ahead->settled());
+    CHECK(rest->settled());
+    REQUIRE(taken.size() == kMaxParallelism);
+    for (const auto& [g, bytes] : taken) {
+      INFO("round " << round << ", key group " << g);
+      CHECK(bytes == at_barrier[g]);
+    }
   }
 }
 
