@@ -203,7 +203,8 @@ public:
     freezer_.thaw_all(); // unmarking writes the groups' slots
     captures_.drop();
     frozen_deltas_now_ = false;
-    settle_pending_take();
+    state::settle(pending_take_,
+                  [this](std::uint32_t g, const PendingTake::Epochs& e) { abandon_pending(g, e); });
     if (deferred) {
       take_pending(out);
       return true;
@@ -290,7 +291,9 @@ public:
         donor->aggregates_.state_bytes() != aggregates_.state_bytes() || donor->ttl_ms_ != ttl_ms_)
       return nullptr;
     donor->freezer_.thaw(key_group); // its table moves out
-    donor->abandon_pending_take(key_group); // stamps it left pending leave with the table, stale
+    // Stamps the donor's deferred take left pending leave with the table, stale.
+    state::give_up_group(donor->pending_take_, key_group,
+                         [donor](std::uint32_t g, const PendingTake::Epochs& e) { donor->abandon_pending(g, e); });
     auto load = std::make_unique<GroupLoad>(const_cast<Reduce&>(*this), key_group);
     if (donor->rows_->group_size(key_group) != 0) {
       load->rows_.adopt_group(key_group, *donor->rows_);
@@ -538,17 +541,6 @@ private:
     return c;
   }
 
-  // At the next take, or when a rescale moves group `g` out: what was not resolved goes stale.
-  void settle_pending_take() {
-    if (auto take = std::exchange(pending_take_, nullptr))
-      take->give_up_unresolved([this](std::uint32_t g, const PendingTake::Epochs& e) { abandon_pending(g, e); });
-  }
-  void abandon_pending_take(std::uint32_t g) {
-    if (pending_take_)
-      pending_take_->give_up_group(g, [this](std::uint32_t group, const PendingTake::Epochs& e) {
-        abandon_pending(group, e);
-      });
-  }
 
   std::int64_t ttl_ms_;
   std::int64_t last_sweep_ = 0;

@@ -468,7 +468,8 @@ public:
     freezer_.thaw_all(); // unmarking writes the groups' slots
     captures_.drop();
     frozen_deltas_now_ = false;
-    settle_pending_take();
+    state::settle(pending_take_,
+                  [this](std::uint32_t g, const PendingTake::Epochs& e) { abandon_pending(g, e); });
     // Where blocks are inline bytes, the unmark's probe copies each changed window too, so that
     // its delta is serialised later from the copy (defer_key_group_deltas) instead of found
     // again and serialised at the barrier.
@@ -585,7 +586,9 @@ public:
         donor->window_.slide != window_.slide || donor->aggregates_.state_bytes() != aggregates_.state_bytes())
       return nullptr;
     donor->freezer_.thaw(key_group); // its tables move out
-    donor->abandon_pending_take(key_group); // stamps it left pending leave with the tables, stale
+    // Stamps the donor's deferred take left pending leave with the tables, stale.
+    state::give_up_group(donor->pending_take_, key_group,
+                         [donor](std::uint32_t g, const PendingTake::Epochs& e) { donor->abandon_pending(g, e); });
     auto load = std::make_unique<GroupLoad>(const_cast<AlignedWindows&>(*this), key_group);
     for (int di = 0; di < 2; ++di) {
       Windows& from = *donor->domains_[di].windows;
@@ -1208,18 +1211,6 @@ private:
     return c;
   }
 
-  // At the next take (every frozen group settled by then), or when a rescale moves group `g`
-  // out: what was not resolved keeps its pending stamps, which go stale.
-  void settle_pending_take() {
-    if (auto take = std::exchange(pending_take_, nullptr))
-      take->give_up_unresolved([this](std::uint32_t g, const PendingTake::Epochs& e) { abandon_pending(g, e); });
-  }
-  void abandon_pending_take(std::uint32_t g) {
-    if (pending_take_)
-      pending_take_->give_up_group(g, [this](std::uint32_t group, const PendingTake::Epochs& e) {
-        abandon_pending(group, e);
-      });
-  }
 
   const bool inline_blocks_;
   // Records ahead to prefetch: prefetch_windows over the windows a record belongs to.

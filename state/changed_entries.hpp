@@ -127,27 +127,13 @@ public:
   // pages, a TLB miss) each; started ahead, several of them overlap.
   template <typename Unmark, typename UnmarkGroup, typename Prefetch>
   void take(std::vector<GroupEntries>& out, Unmark&& unmark, UnmarkGroup&& unmark_group, Prefetch&& prefetch) {
-    if (!active_) {
-      active_ = true;
-      for (Group& g : groups_) g = Group{};
-      return;
-    }
-    for (std::uint32_t group = range_.first; group < range_.end; ++group) {
-      Group& g = groups_[group - range_.first];
-      if (g.whole) {
-        unmark_group(group);
-        g = Group{};
-        continue;
-      }
-      if (g.count == 0) continue;
+    each_taken(unmark_group, [&](std::uint32_t group, Group& g) {
       GroupEntries e;
       e.key_group = group;
       e.keys.reserve(g.count);
       resolve(g.log, e.keys, unmark, prefetch);
-      g.count = 0;
-      g.log.clear();
       if (!e.keys.empty()) out.push_back(std::move(e));
-    }
+    });
   }
 
   // A take that leaves the keys unresolved (deferred snapshots): appends each group's log to
@@ -155,22 +141,9 @@ public:
   // until then: KeyedMap::begin_pending), and calls `unmark_group(group)` for the groups
   // marked whole. Recording starts with the first call, as with take().
   template <typename UnmarkGroup> void take_logs(std::vector<GroupLog>& out, UnmarkGroup&& unmark_group) {
-    if (!active_) {
-      active_ = true;
-      for (Group& g : groups_) g = Group{};
-      return;
-    }
-    for (std::uint32_t group = range_.first; group < range_.end; ++group) {
-      Group& g = groups_[group - range_.first];
-      if (g.whole) {
-        unmark_group(group);
-        g = Group{};
-        continue;
-      }
-      if (g.count == 0) continue;
+    each_taken(unmark_group, [&](std::uint32_t group, Group& g) {
       out.push_back(GroupLog{group, std::move(g.log), g.count});
-      g = Group{};
-    }
+    });
   }
 
   // The keys of one group's `log` (a GroupLog's, or take()'s), each once, into `keys`: those
@@ -206,6 +179,29 @@ public:
   static constexpr std::size_t prefetch_distance = 8;
 
 private:
+  struct Group;
+  // What every take does: the first only starts the recording; after it, `unmark_group(group)`
+  // for each group marked whole, `taken(group, g)` for each other group with recorded keys, and
+  // every group forgets what it recorded (a log keeps its memory for the next interval).
+  template <typename UnmarkGroup, typename Taken> void each_taken(UnmarkGroup& unmark_group, Taken&& taken) {
+    if (!active_) {
+      active_ = true;
+      for (Group& g : groups_) g = Group{};
+      return;
+    }
+    for (std::uint32_t group = range_.first; group < range_.end; ++group) {
+      Group& g = groups_[group - range_.first];
+      if (g.whole) {
+        unmark_group(group);
+        g = Group{};
+      } else if (g.count > 0) {
+        taken(group, g);
+        g.count = 0;
+        g.log.clear();
+      }
+    }
+  }
+
   struct Logged {
     std::uint64_t hash;
     std::string_view key; // into the group's log

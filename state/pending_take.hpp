@@ -124,4 +124,16 @@ private:
   bool frozen_ = false;
 };
 
+// An operator's last deferred take (`take`: null when none) at its next take, every frozen group
+// settled by then: what was not resolved is abandoned, and the take forgotten.
+template <std::size_t Maps, typename Abandon> void settle(std::shared_ptr<PendingTake<Maps>>& take, Abandon&& abandon) {
+  if (auto t = std::exchange(take, nullptr)) t->give_up_unresolved(abandon);
+}
+// A rescale moves `group` out of the operator (its frozen group thawed first): abandoned unless
+// resolved.
+template <std::size_t Maps, typename Abandon>
+void give_up_group(const std::shared_ptr<PendingTake<Maps>>& take, std::uint32_t group, Abandon&& abandon) {
+  if (take) take->give_up_group(group, abandon);
+}
+
 } // namespace streamctl::state
