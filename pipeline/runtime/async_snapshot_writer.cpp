@@ -108,7 +108,9 @@ void AsyncSnapshotWriter::upload(const SnapshotJob& job, SnapshotWritten& writte
 }
 
 void AsyncSnapshotWriter::abandon_frozen(SnapshotJob& job) {
-  const state::FrozenKeyGroups* last = nullptr; // a set's segments follow one another
+  // A set's segments mostly follow one another (a deferred take's deltas and the groups written
+  // whole interleave): abandon() is idempotent, this only spares most repeats.
+  const state::FrozenKeyGroups* last = nullptr;
   for (auto& segment : job.segments)
     if (segment.frozen && segment.frozen.get() != last) {
       segment.frozen->abandon();
