@@ -43,17 +43,15 @@ namespace streamctl::state {
 struct GroupEntries {
   std::uint32_t key_group = 0;
   std::vector<std::string> keys; // each once, in the order they first changed, erased last
-  // A deferred take (take_logs): the keys are left to the operator to resolve later, `keys` is
-  // empty and `logged` is how many were logged (repeats included).
+  // A deferred take (take_logs): the keys are left to the operator to resolve later, and
+  // `keys` is empty.
   bool unresolved = false;
-  std::size_t logged = 0;
 };
 
 // One key group's log of changed keys as take_logs hands it over, to resolve() later.
 struct GroupLog {
   std::uint32_t key_group = 0;
   std::string log;
-  std::size_t count = 0; // keys logged, repeats included
 };
 
 // Deltas a snapshot writes, each a key group and its changed keys as a plan holds them
@@ -142,7 +140,7 @@ public:
   // marked whole. Recording starts with the first call, as with take().
   template <typename UnmarkGroup> void take_logs(std::vector<GroupLog>& out, UnmarkGroup&& unmark_group) {
     each_taken(unmark_group, [&](std::uint32_t group, Group& g) {
-      out.push_back(GroupLog{group, std::move(g.log), g.count});
+      out.push_back(GroupLog{group, std::move(g.log)});
     });
   }
 

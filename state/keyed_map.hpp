@@ -331,7 +331,7 @@ public:
     check_write(key_group);
     Group& g = group_at(key_group);
     g.stale = static_cast<std::uint8_t>(g.stale | epoch_bit(g.epoch));
-    if (const std::uint8_t e = free_epoch(g, 0)) {
+    if (const std::uint8_t e = free_epoch(g)) {
       g.epoch = e;
       return;
     }
@@ -347,7 +347,7 @@ public:
     check_write(key_group);
     Group& g = group_at(key_group);
     const std::uint8_t pending = g.epoch;
-    const std::uint8_t e = free_epoch(g, pending);
+    const std::uint8_t e = free_epoch(g);
     if (e != 0) g.epoch = e;
     return e != 0 ? pending : 0;
   }
@@ -627,11 +627,12 @@ private:
   static constexpr std::uint32_t min_capacity = 8;
   static constexpr std::uint8_t max_epoch = detail::StoredKey::tag_stamp >> detail::StoredKey::stamp_shift;
   static constexpr std::uint8_t epoch_bit(std::uint8_t e) { return static_cast<std::uint8_t>(1u << (e - 1)); }
-  // The epoch after g's current one (cyclically) that is neither stale nor `also_taken`; 0: none.
-  static std::uint8_t free_epoch(const Group& g, std::uint8_t also_taken) {
+  // The first epoch after g's current one (cyclically, never the current one) that is not
+  // stale; 0: none.
+  static std::uint8_t free_epoch(const Group& g) {
     for (std::uint8_t step = 1; step < max_epoch; ++step) {
       const auto e = static_cast<std::uint8_t>((g.epoch - 1 + step) % max_epoch + 1);
-      if (e != also_taken && !(g.stale & epoch_bit(e))) return e;
+      if (!(g.stale & epoch_bit(e))) return e;
     }
     return 0;
   }

@@ -56,7 +56,6 @@ public:
       GroupEntries e;
       e.key_group = log.key_group;
       e.unresolved = true;
-      e.logged = log.count;
       out.push_back(std::move(e));
       take->index_.emplace(log.key_group, take->logs_.size());
       take->logs_.push_back(std::move(log));

@@ -528,8 +528,9 @@ private:
     if (snapshot_writer_) snapshot_writer_->drop_queued_before(barrier.checkpoint_id);
     const std::size_t late_groups = chain_->complete_deferred();
     const auto planning = Clock::now();
-    auto plan = incremental_snapshots().plan(barrier.checkpoint_id, barrier.directory, savepoint, chain_->operators(),
-                                             deferred_snapshots_of(job_->spec));
+    const bool deferred = deferred_snapshots_of(job_->spec);
+    auto plan =
+        incremental_snapshots().plan(barrier.checkpoint_id, barrier.directory, savepoint, chain_->operators(), deferred);
     const auto planned = Clock::now();
     if (!snapshot_writer_) snapshot_writer_ = std::make_unique<AsyncSnapshotWriter>(uploader_.get());
     TaskChain::EdgeSegments edges = chain_->snapshot_edges(barrier.checkpoint_id, savepoint);
@@ -537,8 +538,7 @@ private:
     std::size_t deferred_groups = 0;
     if (!forked) {
       std::vector<SnapshotSegment> operator_segments =
-          deferred_snapshots_of(job_->spec) ? chain_->snapshot_operators_deferred(barrier.checkpoint_id, &plan)
-                                            : chain_->snapshot_operators(&plan);
+          deferred ? chain_->snapshot_operators_deferred(barrier.checkpoint_id, &plan) : chain_->snapshot_operators(&plan);
       if (auto stalls = chain_->deferred_stalls(barrier.checkpoint_id)) deferred_groups = stalls->groups;
       job.segments = TaskChain::assemble(std::move(edges), std::move(operator_segments));
       snapshot_writer_->submit(std::move(job));
