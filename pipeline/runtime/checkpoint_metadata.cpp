@@ -440,6 +440,28 @@ std::uint64_t next_checkpoint_id(const fs::path& root) {
   return next;
 }
 
+Result<std::optional<std::uint64_t>> newest_snapshot_id(const fs::path& root, const fs::path& except) {
+  auto drained = read_drained(root);
+  if (!drained) return Failure{drained.error()};
+  std::error_code ec;
+  if (fs::exists(root / "drained", ec) && !drained->last_id)
+    return fail((root / "drained").string() + " records when a run drained, not which snapshots it covered");
+  std::optional<std::uint64_t> newest = drained->last_id;
+  auto note = [&](std::uint64_t id) { newest = std::max(newest.value_or(0), id); };
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    std::error_code same;
+    if (fs::equivalent(entry.path(), except, same)) continue;
+    std::string name = entry.path().filename().string();
+    if (auto n = checkpoint_number(name)) {
+      note(*n);
+    } else if (name.rfind("savepoint-", 0) == 0) {
+      if (auto m = read_metadata(entry.path())) note(m->checkpoint_id);
+      if (auto s = savepoint_number(name)) note(*s);
+    }
+  }
+  return newest;
+}
+
 std::vector<std::string> prune_checkpoints(const fs::path& root, int retain, std::optional<std::uint64_t> in_flight) {
   std::vector<std::string> problems;
   Listing listing = list_under(root, false);

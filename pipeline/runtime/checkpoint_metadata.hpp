@@ -153,6 +153,12 @@ Result<void> mark_drained(const std::filesystem::path& root);
 // One more than the largest checkpoint id used under `root` (by chk-N names and savepoint
 // metadata), so ids never repeat across runs of the job.
 std::uint64_t next_checkpoint_id(const std::filesystem::path& root);
+// The newest snapshot id that `root` holds or that a run of the job drained past: chk-N and
+// savepoint directories by name and metadata (leaving out the directory `except`, which may be
+// one of them), and `drained`'s "checkpoint N". nullopt: none. Fails when `drained` is damaged
+// or records a time only (streamctl before 2026-12), which names no id.
+Result<std::optional<std::uint64_t>> newest_snapshot_id(const std::filesystem::path& root,
+                                                        const std::filesystem::path& except);
 // Deletes all but the newest `retain` completed checkpoints, every chk-N directory without
 // _metadata but the one `in_flight` (the checkpoint being written now, if any: a failed one
 // leaves nothing behind), and chk-N directories older than the newest completed one whose

@@ -14,6 +14,7 @@
 #include "pipeline/runtime/control_channel.hpp"
 #include "pipeline/runtime/field_presence.hpp"
 #include "pipeline/runtime/final_publish.hpp"
+#include "pipeline/runtime/incremental_snapshots.hpp"
 #include "pipeline/runtime/job_metrics.hpp"
 #include "pipeline/runtime/job_registry.hpp"
 #include "pipeline/runtime/job_security.hpp"
@@ -23,6 +24,7 @@
 #include "pipeline/runtime/metrics_book.hpp"
 #include "pipeline/runtime/metrics_server.hpp"
 #include "pipeline/runtime/prometheus_text.hpp"
+#include "pipeline/runtime/savepoint_adoption.hpp"
 #include "pipeline/runtime/signal_channel.hpp"
 #include "pipeline/runtime/snapshot_receiver.hpp"
 #include "pipeline/runtime/snapshot_server.hpp"
@@ -88,6 +90,7 @@ public:
       check_restore(options_.restore, job_.spec, options_.allow_non_restored_state);
     restore_from_ = options_.restore;
     prepare_hosts();
+    adopt_restored_savepoint();
 
     registration_ =
         std::make_unique<JobRegistration>(options_.state_dir, job_.spec, options_.reuse_job_id);
@@ -191,6 +194,34 @@ private:
     return !hosts_.empty() && cluster_.storage == pipeline::CheckpointStorage::Coordinator;
   }
 
+  // `run --from-savepoint` with incremental checkpoints: the savepoint becomes the job's
+  // newest checkpoint (hard links, savepoint_adoption.hpp), so that the first checkpoint writes
+  // what changed since it, not the whole state. Workers on other hosts read the savepoint where
+  // the person put it, as before.
+  void adopt_restored_savepoint() {
+    if (restore_from_.empty() || settings_.interval.count() == 0 || !hosts_.empty() ||
+        !incremental_settings_of(job_.spec).enabled)
+      return;
+    auto adopted = adopt_savepoint(settings_.root, restore_from_, job_.spec.name);
+    if (!adopted) {
+      log_.debug("the first checkpoint is full: the savepoint {} was not adopted: {}", restore_from_.string(),
+                 adopted.error());
+      return;
+    }
+    log_.debug("savepoint {} adopted as checkpoint {} (hard links): checkpoints build on it", restore_from_.string(),
+               adopted->string());
+    adopted_from_ = restore_from_;
+    adopted_as_ = *adopted;
+    restore_from_ = *adopted;
+  }
+
+  // Where this attempt restores from, for the log: an adopted savepoint by its own name too.
+  std::string describe_restore() const {
+    if (!adopted_from_.empty() && restore_from_ == adopted_as_)
+      return adopted_from_.string() + " (adopted as " + adopted_as_.filename().string() + ")";
+    return restore_from_.string();
+  }
+
   // What every worker of a job with hosts reads first (worker_bootstrap.hpp).
   std::string bootstrap() const {
     if (hosts_.empty()) return {};
@@ -231,7 +262,7 @@ private:
     if (!hosts_.empty()) log_.info("placement: {}", describe_placement());
     state_->record("running");
     log_.info("job {} started: {} worker(s){}", registration_->id(), workers_.size(),
-              restore_from_.empty() ? std::string() : ", restored from " + restore_from_.string());
+              restore_from_.empty() ? std::string() : ", restored from " + describe_restore());
     if (!await_ready()) return;
     start_data_flow();
     supervise();
@@ -559,6 +590,9 @@ private:
   int attempt_ = 0; // every start of workers: restarts and rescales; tells old messages apart
   std::map<int, ParkedWorker> kept_; // a rescale's parked workers, by their next task, until launch
   std::filesystem::path restore_from_; // what the running attempt started from
+  // A savepoint restored from as the job's checkpoint adopted_as_ (adopt_restored_savepoint).
+  std::filesystem::path adopted_from_;
+  std::filesystem::path adopted_as_;
   Clock::time_point started_ = Clock::now();
 };
 
