@@ -41,7 +41,9 @@ carries several times S records; the output gives the records a second and the s
 they are expected to touch, P% x (1 - exp(-records a second / S)). With --rate R (records per
 second, the generator's `rate`) the phase runs at that fixed rate and M = R x --seconds;
 without it (the default) the rate is unlimited and M = --seconds x the median load throughput
-without checkpoints of step 1, so that the phase lasts about --seconds.
+without checkpoints of step 1, so that the phase lasts about --seconds. Each run has a checkpoint
+directory of its own, as a person's one restore of a savepoint would: there the savepoint is
+adopted as the newest checkpoint (savepoint_adoption.hpp), and the first checkpoint builds on it.
 
 What is measured in the steady phase: the wall and CPU time of a run of the M records minus
 those of a run of the same job with no records after the restore (median of --runs each;
@@ -186,6 +188,17 @@ def run(cmd, env, watch=None):
 def runs(n, cmd, env, watch=None):
     return [run(cmd, env, watch) for _ in range(n)]
 
+def runs_apart(n, cmd, env, work):
+    """As runs(), each run with an empty checkpoint directory of its own (removed after it):
+    a restore of the load's savepoint there is the first and only one, as a person's would be."""
+    out = []
+    for _ in range(n):
+        own = os.path.join(work, "ck-run")
+        shutil.rmtree(own, ignore_errors=True)
+        out.append(run(cmd + ["--set", f"checkpoint.dir={own}"], env))
+        shutil.rmtree(own, ignore_errors=True)
+    return out
+
 def median(values):
     return statistics.median(values)
 
@@ -301,9 +314,11 @@ def steady(streamctl, work, env, name, keys, loaded, savepoint, load_rate, args,
         for label, extra in (("no checkpoints", []), ("checkpoint every 1 s", ["--set", "checkpoint.interval=1s"])):
             # The same name as the load, so that the savepoint's job is this one; runs one at a time.
             base = pipeline(work, name, keys, loaded, key, args.rate)
-            base_runs = runs(args.runs, [streamctl, "-vv", "run", base, "--from-savepoint", savepoint] + extra, env)
+            base_runs = runs_apart(args.runs, [streamctl, "-vv", "run", base, "--from-savepoint", savepoint] + extra,
+                                   env, work)
             full = pipeline(work, name, keys, loaded + phase, key, args.rate)
-            full_runs = runs(args.runs, [streamctl, "-vv", "run", full, "--from-savepoint", savepoint] + extra, env)
+            full_runs = runs_apart(args.runs, [streamctl, "-vv", "run", full, "--from-savepoint", savepoint] + extra,
+                                   env, work)
             wall = median([r.wall for r in full_runs]) - median([r.wall for r in base_runs])
             cpu = median([r.cpu for r in full_runs]) - median([r.cpu for r in base_runs])
             figures[label] = (wall, cpu, full_runs)

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "pipeline/runtime/checkpoint_metadata.hpp"
@@ -144,4 +145,21 @@ TEST_CASE("a savepoint whose files cannot all be linked is not adopted, and noth
   CHECK_THAT(adopted.error(), Catch::Contains("cannot link"));
   CHECK_FALSE(fs::exists(root / "chk-5"));
   CHECK(next_checkpoint_id(root) == 1);
+}
+
+TEST_CASE("an adoption cut short leaves links that the next prune removes, not the savepoint's files",
+          "[savepoint_adoption]") {
+  TempDir tmp;
+  const fs::path root = tmp.path / "clicks";
+  const fs::path savepoint = make_snapshot(root, "savepoint-20261206-101500-5", 5);
+  // As a crash between the links and the _metadata leaves it.
+  fs::create_directories(root / "chk-5");
+  for (int s = 0; s < 2; ++s)
+    fs::create_hard_link(savepoint / task_snapshot_file(0, s), root / "chk-5" / task_snapshot_file(0, s));
+  CHECK(completed_checkpoints(root).empty());
+  CHECK(prune_checkpoints(root, 1, std::nullopt).empty());
+  CHECK_FALSE(fs::exists(root / "chk-5"));
+  for (int s = 0; s < 2; ++s)
+    CHECK(fs::file_size(savepoint / task_snapshot_file(0, s)) == std::string("state of subtask 0").size());
+  CHECK(read_metadata(savepoint));
 }
