@@ -118,12 +118,19 @@ void add_restart_command(CLI::App& app, Context& ctx) {
     here.running_elsewhere = runtime::workers_running(options.state_dir);
     runtime::enforce_worker_limits(loaded, here);
     std::optional<std::filesystem::path> from;
-    // The last checkpoint while it exists, even damaged: the restore then refuses it (exit 3)
-    // rather than going back to an older one, which could publish output twice.
+    // The last checkpoint (or the snapshot the run started from) while it exists, even damaged:
+    // the restore then refuses it (exit 3) rather than going back to an older one, which could
+    // publish output twice. Gone, it is refused too, for the same reason.
     std::error_code ec;
-    if (!entry.last_checkpoint.empty() &&
-        std::filesystem::exists(std::filesystem::path(entry.last_checkpoint) / runtime::kMetadataFile, ec))
+    if (!entry.last_checkpoint.empty()) {
+      if (!std::filesystem::exists(std::filesystem::path(entry.last_checkpoint) / runtime::kMetadataFile, ec))
+        throw Error(ErrorKind::Snapshot,
+                    "job " + entry.id + " last ran from " + entry.last_checkpoint +
+                        ", which is gone (or incomplete): restarting from an older snapshot would publish again "
+                        "what was published after it; restore a copy of it with run --from-savepoint, or run "
+                        "the job anew");
       from = entry.last_checkpoint;
+    }
     if (!from) {
       auto latest = runtime::latest_restorable(runtime::checkpoint_root(loaded.spec, options.state_dir));
       if (!latest) throw Error(ErrorKind::Snapshot, latest.error());

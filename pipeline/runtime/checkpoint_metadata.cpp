@@ -109,6 +109,36 @@ Result<Drained> read_drained(const fs::path& root) {
   return out;
 }
 
+// What `restored` records (mark_restored).
+struct Restored {
+  fs::path snapshot;
+  std::uint64_t id = 0;          // the snapshot's checkpoint id
+  std::uint64_t superseding = 0; // snapshots under root with an id up to this are older
+};
+
+// nullopt when there is none; a `restored` that cannot be read is refused, as a `drained` is:
+// ignored, a resume could go back to a snapshot older than what the last run published.
+Result<std::optional<Restored>> read_restored(const fs::path& root) {
+  std::error_code ec;
+  if (!fs::exists(root / "restored", ec)) return std::optional<Restored>{};
+  const auto damaged = [&] {
+    return fail((root / "restored").string() + " is damaged (it records the snapshot the job's last run started "
+                "from, as restored = \"PATH\", restored_id = ID, superseding = N): fix it, or choose a snapshot "
+                "with --from-savepoint");
+  };
+  toml::table t;
+  try {
+    t = toml::parse_file((root / "restored").string());
+  } catch (const toml::parse_error&) {
+    return damaged();
+  }
+  auto path = t["restored"].value<std::string>();
+  auto id = t["restored_id"].value<std::int64_t>();
+  auto superseding = t["superseding"].value<std::int64_t>();
+  if (!path || path->empty() || !id || *id < 0 || !superseding || *superseding < 0) return damaged();
+  return std::optional<Restored>{Restored{*path, static_cast<std::uint64_t>(*id), static_cast<std::uint64_t>(*superseding)}};
+}
+
 struct Listing {
   std::vector<Completed> completed; // oldest first
   std::vector<Damaged> damaged;
@@ -399,11 +429,27 @@ std::vector<fs::path> completed_checkpoints(const fs::path& root) {
 
 Result<std::optional<fs::path>> latest_restorable(const fs::path& root) {
   Listing all = list_under(root, true);
+  auto restored_or = read_restored(root);
+  if (!restored_or) return Failure{restored_or.error()};
+  const std::optional<Restored>& restored = *restored_or;
+  if (restored) { // what the last run superseded is not resumed from, damaged or not
+    std::erase_if(all.completed, [&](const Completed& c) { return c.id <= restored->superseding; });
+    std::erase_if(all.damaged, [&](const Damaged& d) { return d.id && *d.id <= restored->superseding; });
+  }
   std::optional<Completed> latest;
   if (!all.completed.empty()) latest = all.completed.back();
   auto drained_or = read_drained(root);
   if (!drained_or) return Failure{drained_or.error()};
   const Drained& drained = *drained_or;
+  if (restored && !latest && all.damaged.empty() && !drained.covers(restored->id, mtime_ms(root / "restored"))) {
+    std::error_code ec;
+    if (!fs::exists(restored->snapshot / kMetadataFile, ec))
+      return fail("the job's last run started from " + restored->snapshot.string() + " (snapshot " +
+                  std::to_string(restored->id) + "), which is gone or incomplete, and " + root.string() +
+                  " holds nothing newer: resuming from an older snapshot would publish output again; restore "
+                  "a copy of it with --from-savepoint, or run without --resume");
+    return std::optional<fs::path>{restored->snapshot};
+  }
   // A damaged snapshot written before a run drained would not be resumed from anyway.
   for (const auto& d : all.damaged)
     if ((!latest || !d.id || *d.id > latest->id) && !drained.covers(d.id, d.written_ms))
@@ -414,6 +460,16 @@ Result<std::optional<fs::path>> latest_restorable(const fs::path& root) {
   if (!latest) return std::optional<fs::path>{};
   if (drained.covers(latest->id, latest->created_at)) return std::optional<fs::path>{};
   return std::optional<fs::path>{latest->dir};
+}
+
+Result<void> mark_restored(const fs::path& root, const fs::path& snapshot, std::uint64_t id) {
+  toml::table t;
+  t.insert("restored", fs::absolute(checkpoint_dir_of(snapshot)).lexically_normal().string());
+  t.insert("restored_id", static_cast<std::int64_t>(id));
+  t.insert("superseding", static_cast<std::int64_t>(next_checkpoint_id(root) - 1));
+  std::ostringstream out;
+  out << "# streamctl: the snapshot the job's last run started from (checkpoint_metadata.hpp)\n" << t << "\n";
+  return state::write_file_durably(root / "restored", out.str());
 }
 
 Result<void> mark_drained(const fs::path& root) {
@@ -428,6 +484,9 @@ Result<void> mark_drained(const fs::path& root) {
 
 std::uint64_t next_checkpoint_id(const fs::path& root) {
   std::uint64_t next = 1;
+  // Past the snapshot the last run started from, wherever it is (a damaged record: below).
+  if (auto restored = read_restored(root); restored && *restored)
+    next = std::max({next, (*restored)->id + 1, (*restored)->superseding + 1});
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(root, ec)) {
     std::string name = entry.path().filename().string();
@@ -448,6 +507,12 @@ Result<std::optional<std::uint64_t>> newest_snapshot_id(const fs::path& root, co
     return fail((root / "drained").string() + " records when a run drained, not which snapshots it covered");
   std::optional<std::uint64_t> newest = drained->last_id;
   auto note = [&](std::uint64_t id) { newest = std::max(newest.value_or(0), id); };
+  auto restored = read_restored(root);
+  if (!restored) return Failure{restored.error()};
+  if (*restored) {
+    note((*restored)->id);
+    note((*restored)->superseding);
+  }
   for (const auto& entry : fs::directory_iterator(root, ec)) {
     std::error_code same;
     if (fs::equivalent(entry.path(), except, same)) continue;

@@ -7,6 +7,8 @@
 //   CHECKPOINT_DIR/NAME/lock             held (flock) by the coordinator of the running job
 //   CHECKPOINT_DIR/NAME/drained          "checkpoint N at EPOCH_MS": a run drained when the
 //                                        largest id was N; snapshots up to N are not resumed from
+//   CHECKPOINT_DIR/NAME/restored         a run started from a snapshot (mark_restored): until
+//                                        a newer one completes here, that is what to resume
 //
 // _metadata is TOML, so that a person can read it (`cat`), written last and atomically
 // (state/durable_file.hpp): a directory without it is an incomplete checkpoint and is never
@@ -141,10 +143,20 @@ std::filesystem::path checkpoint_dir_of(const std::filesystem::path& path);
 std::vector<std::filesystem::path> completed_checkpoints(const std::filesystem::path& root);
 // The checkpoint or savepoint under `root` that was completed last (by id, then created_at),
 // if any and if no run drained after it (mark_drained): what `run --resume` and `restart`
-// restore. Fails, naming it, when a chk-N or savepoint-...-N directory with a newer id than
+// restore. Where a run restored a snapshot (mark_restored) and no newer one completed here
+// since, that snapshot, wherever it is (failing, naming it, when it is gone). Fails, naming it, when a chk-N or savepoint-...-N directory with a newer id than
 // that one has a _metadata that cannot be read (damaged or edited): resuming from an older
 // snapshot instead would publish again what was published after it.
 Result<std::optional<std::filesystem::path>> latest_restorable(const std::filesystem::path& root);
+// Records in `root`, before a run that restores `snapshot` (checkpoint id `id`, anywhere:
+// a savepoint moved or on another file system is not under `root`) starts its workers, that
+// the job now goes on from there: every snapshot under `root` with an id up to the largest
+// used now (`superseding`) is older than it, or of a timeline the run left (an older savepoint
+// restored). latest_restorable then resumes from `snapshot` until a snapshot newer than those
+// completes under `root`, and refuses, naming it, when it is gone; next_checkpoint_id goes
+// past `id`. TOML, written durably: restored = "PATH", restored_id = ID, superseding = N.
+Result<void> mark_restored(const std::filesystem::path& root, const std::filesystem::path& snapshot,
+                           std::uint64_t id);
 // Records in `root` (when it exists) that a run of the job drained: it published everything
 // it read, so no snapshot taken before now may be resumed from (latest_restorable skips
 // them): `run --resume` after a drained run starts fresh instead of publishing again.

@@ -91,9 +91,15 @@ public:
     restore_from_ = options_.restore;
     prepare_hosts();
     adopt_restored_savepoint();
+    record_restored();
 
     registration_ =
         std::make_unique<JobRegistration>(options_.state_dir, job_.spec, options_.reuse_job_id);
+    // What this run starts from is its newest snapshot until a checkpoint completes: `restart`
+    // after a kill -9 of this process must go back to it, not to an older one of the checkpoint
+    // directory (a savepoint from elsewhere is not there), which would publish again what was
+    // published after that older one.
+    if (!restore_from_.empty()) registration_->set_last_checkpoint(restore_from_.string());
     // The lock file names this process and the job, for the message refusing the next run: under
     // `run --detach` this is the forked job process, not the parent that took the lock.
     if (lock_) lock_->record_holder(registration_->id());
@@ -213,6 +219,18 @@ private:
     adopted_from_ = restore_from_;
     adopted_as_ = *adopted;
     restore_from_ = *adopted;
+  }
+
+  // Before any worker starts: the checkpoint directory records what this run goes on from, so
+  // that `run --resume` after a kill -9 before its first checkpoint goes back there, not to an
+  // older snapshot of the directory (or one of a timeline an older savepoint left), which
+  // would publish output again (checkpoint_metadata.hpp, mark_restored).
+  void record_restored() {
+    if (restore_from_.empty() || settings_.interval.count() == 0) return;
+    auto m = read_metadata(restore_from_);
+    if (!m) throw Error(ErrorKind::Snapshot, m.error());
+    if (auto marked = mark_restored(settings_.root, checkpoint_dir_of(restore_from_), m->checkpoint_id); !marked)
+      throw Error(ErrorKind::Internal, "cannot record what the job restores from: " + marked.error());
   }
 
   // Where this attempt restores from, for the log: an adopted savepoint by its own name too.

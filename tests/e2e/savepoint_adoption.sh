@@ -118,7 +118,7 @@ assert_contains "$WORK/err" "was not adopted"
 [[ ! -e $WORK/ck/adopt/chk-$older_id ]] || fail "the older savepoint was adopted as chk-$older_id"
 
 # 4. A savepoint on another file system cannot be linked: restored as it is, into a job
-# directory of its own, with the same output.
+# directory of its own, with the same output, also through a `restart` after a kill -9.
 other_fs=/dev/shm
 if [[ -d $other_fs && -w $other_fs && $(stat -c %d "$other_fs") != $(stat -c %d "$WORK") ]]; then
   moved=$(mktemp -d "$other_fs/streamctl-e2e-adoption.XXXXXX")
@@ -126,12 +126,38 @@ if [[ -d $other_fs && -w $other_fs && $(stat -c %d "$other_fs") != $(stat -c %d 
   eval "work_$(declare -f cleanup)"
   cleanup() { rm -rf "$moved"; work_cleanup; }
   cp -a "$WORK/savepoint-copy" "$moved/savepoint"
-  run_expect 0 "$STREAMCTL" -vv run "$WORK/adopt.toml" --from-savepoint "$moved/savepoint" \
-    --set sources.gen.rate=0 --set sinks.out.path="$WORK/before-copy" --set checkpoint.dir="$WORK/ck-other"
-  rm -rf "$moved"
-  assert_contains "$WORK/err" "cannot link"
+  # Its coordinator killed before any checkpoint (none in the hour): `restart` must go back to
+  # that savepoint, which is not in the job's checkpoint directory. It went to the newest
+  # snapshot there (none: the beginning), and published everything again, exit 0.
+  "$STREAMCTL" -vv run "$WORK/adopt.toml" --from-savepoint "$moved/savepoint" --set checkpoint.interval=1h \
+    --set sinks.out.path="$WORK/before-copy" --set checkpoint.dir="$WORK/ck-other" 2>"$WORK/run4.log" &
+  pid=$!
+  wait_for_text "$WORK/run4.log" "records flowing"
+  assert_contains "$WORK/run4.log" "cannot link"
   [[ ! -e $WORK/ck-other/adopt/chk-$id ]] || fail "a savepoint on another file system left chk-$id behind"
-  assert_same_output "$WORK/before-copy" "a savepoint on another file system, not adopted: other output"
+  job=$(sed -n 's/.*job \(adopt-[^ ]*\) started.*/\1/p' "$WORK/run4.log" | head -1)
+  kill -KILL $pid
+  wait $pid || true
+  pkill -KILL -f -- "worker --job-dir $STREAMCTL_STATE_DIR" || true
+  # The savepoint gone, `restart` and `run --resume` are refused rather than run from an older
+  # snapshot; back, either goes on from it (drawn).
+  mv "$moved/savepoint" "$moved/away"
+  run_expect 3 "$STREAMCTL" restart "$job"
+  assert_contains "$WORK/err" "which is gone"
+  other=(--set checkpoint.interval=1h --set sinks.out.path="$WORK/before-copy" --set checkpoint.dir="$WORK/ck-other")
+  run_expect 3 "$STREAMCTL" run "$WORK/adopt.toml" --resume "${other[@]}"
+  assert_contains "$WORK/err" "$moved/savepoint (snapshot $id), which is gone"
+  mv "$moved/away" "$moved/savepoint"
+  if ((RANDOM % 2)); then
+    echo "section 4: restart"
+    run_expect 0 "$STREAMCTL" -v restart "$job"
+  else
+    echo "section 4: run --resume"
+    run_expect 0 "$STREAMCTL" -v run "$WORK/adopt.toml" --resume "${other[@]}"
+  fi
+  assert_contains "$WORK/err" "from $moved/savepoint"
+  rm -rf "$moved"
+  assert_same_output "$WORK/before-copy" "a savepoint on another file system, not adopted, the coordinator killed: other output"
 else
   echo "section 4 skipped: no writable $other_fs on another file system"
 fi

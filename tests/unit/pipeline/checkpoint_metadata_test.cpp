@@ -463,3 +463,51 @@ TEST_CASE("prune deletes a damaged checkpoint older than the newest completed, n
   CHECK(fs::exists(new_one / kMetadataFile));
   CHECK(fs::exists(tmp.path / "chk-2" / kMetadataFile));
 }
+
+// A run restored a snapshot (mark_restored) and died before its first checkpoint: a resume
+// went back to the newest snapshot under the job's directory, older than what the run had
+// published from (a savepoint on another file system is not there; a restored older savepoint
+// leaves newer checkpoints of another timeline). The chaos savepoint scenario found it: exit 0
+// with records repeated (seed 7501).
+TEST_CASE("a resume goes on from the snapshot the last run started from until a newer one completes",
+          "[checkpoint_metadata]") {
+  TempDir tmp;
+  const fs::path root = tmp.path / "j";
+  make_completed(root, "chk-3", 3, 1000);
+  SECTION("a savepoint elsewhere, with a newer id") {
+    const fs::path elsewhere = make_completed(tmp.path / "moved", "mine", 4, 1100, "savepoint");
+    REQUIRE(mark_restored(root, elsewhere, 4));
+    CHECK(next_checkpoint_id(root) == 5);
+    CHECK(latest(root) == elsewhere);
+    make_completed(root, "chk-5", 5, 1200); // the run's first checkpoint
+    CHECK(latest(root) == root / "chk-5");
+  }
+  SECTION("an older savepoint: the newer checkpoints are of the timeline it left") {
+    const fs::path older = make_completed(root, "savepoint-20261206-101500-2", 2, 900, "savepoint");
+    REQUIRE(mark_restored(root, older, 2));
+    CHECK(next_checkpoint_id(root) == 4);
+    CHECK(latest(root) == older);
+    make_incomplete(root, "chk-4"); // the run's first checkpoint, cut short
+    CHECK(latest(root) == older);
+  }
+  SECTION("the snapshot gone: refused, naming it") {
+    const fs::path elsewhere = make_completed(tmp.path / "moved", "mine", 4, 1100, "savepoint");
+    REQUIRE(mark_restored(root, elsewhere, 4));
+    fs::remove_all(elsewhere);
+    auto r = latest_restorable(root);
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.error(), Catch::Contains(elsewhere.string()) && Catch::Contains("gone"));
+  }
+  SECTION("a run that drained after it: nothing to resume") {
+    const fs::path elsewhere = make_completed(tmp.path / "moved", "mine", 4, 1100, "savepoint");
+    REQUIRE(mark_restored(root, elsewhere, 4));
+    REQUIRE(mark_drained(root));
+    CHECK_FALSE(latest(root));
+  }
+  SECTION("a damaged record is refused") {
+    write_text(root / "restored", "restored = 12\n");
+    auto r = latest_restorable(root);
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.error(), Catch::Contains("restored is damaged"));
+  }
+}
