@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -107,6 +108,24 @@ Result<Drained> read_drained(const fs::path& root) {
                 "left behind, as \"checkpoint N at EPOCH_MS\"): fix it, or delete it to resume from the newest "
                 "snapshot, or run without --resume");
   return out;
+}
+
+// Calls `note` with the id of each chk-N (by its name) and savepoint (by its metadata, or its
+// name when that cannot be read) directly under `root`, but the directory `except` (empty: none).
+void for_each_snapshot_id(const fs::path& root, const fs::path& except,
+                          const std::function<void(std::uint64_t)>& note) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    std::error_code same;
+    if (!except.empty() && fs::equivalent(entry.path(), except, same)) continue;
+    std::string name = entry.path().filename().string();
+    if (auto n = checkpoint_number(name)) {
+      note(*n);
+    } else if (name.rfind("savepoint-", 0) == 0) {
+      if (auto m = read_metadata(entry.path())) note(m->checkpoint_id);
+      else if (auto s = savepoint_number(name)) note(*s);
+    }
+  }
 }
 
 // What `restored` records (mark_restored).
@@ -487,15 +506,7 @@ std::uint64_t next_checkpoint_id(const fs::path& root) {
   // Past the snapshot the last run started from, wherever it is (a damaged record: below).
   if (auto restored = read_restored(root); restored && *restored)
     next = std::max({next, (*restored)->id + 1, (*restored)->superseding + 1});
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(root, ec)) {
-    std::string name = entry.path().filename().string();
-    if (auto n = checkpoint_number(name)) next = std::max(next, *n + 1);
-    else if (name.rfind("savepoint-", 0) == 0) {
-      if (auto m = read_metadata(entry.path())) next = std::max(next, m->checkpoint_id + 1);
-      else if (auto s = savepoint_number(name)) next = std::max(next, *s + 1);
-    }
-  }
+  for_each_snapshot_id(root, {}, [&](std::uint64_t id) { next = std::max(next, id + 1); });
   return next;
 }
 
@@ -513,17 +524,7 @@ Result<std::optional<std::uint64_t>> newest_snapshot_id(const fs::path& root, co
     note((*restored)->id);
     note((*restored)->superseding);
   }
-  for (const auto& entry : fs::directory_iterator(root, ec)) {
-    std::error_code same;
-    if (fs::equivalent(entry.path(), except, same)) continue;
-    std::string name = entry.path().filename().string();
-    if (auto n = checkpoint_number(name)) {
-      note(*n);
-    } else if (name.rfind("savepoint-", 0) == 0) {
-      if (auto m = read_metadata(entry.path())) note(m->checkpoint_id);
-      if (auto s = savepoint_number(name)) note(*s);
-    }
-  }
+  for_each_snapshot_id(root, except, note);
   return newest;
 }
 
