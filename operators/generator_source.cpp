@@ -93,15 +93,20 @@ public:
       wanted_[id] = emitted.contains(std::string(names.name(id)));
     }
     if (profile_ == Profile::Nexmark) {
-      nexmark_fields_.emplace(names);
-      if (!emitted.all) {
-        nexmark_fields_->wanted.assign(1, false); // non-empty: only what is named below
-        for (const auto& name : emitted.names) {
-          const state::FieldId id = names.intern(name);
-          if (id >= nexmark_fields_->wanted.size()) nexmark_fields_->wanted.resize(id + 1, false);
-          nexmark_fields_->wanted[id] = true;
-        }
+      NexmarkFields fields(names);
+      // Every field but some (a map's `remove` before a whole-record sink) leaves those out
+      // as a set of names does: q2's URLs were made and dropped.
+      if (!emitted.every_field()) {
+        auto& wanted = fields.wanted;
+        wanted.assign(1, 0); // non-empty: only what is marked below
+        auto mark = [&](state::FieldId id, bool want) {
+          if (id >= wanted.size()) wanted.resize(id + 1, 0);
+          wanted[id] = want ? 1 : 0;
+        };
+        for (state::FieldId id : fields.all())
+          mark(id, emitted.contains(std::string(names.name(id))));
       }
+      nexmark_.emplace(seed_, NexmarkClock{start_time_, interval_ms_}, std::move(fields));
     }
   }
 
@@ -236,27 +241,26 @@ private:
 
   void make_record(std::uint64_t n, state::Batch& out) {
     if (profile_ == Profile::Nexmark) {
-      make_nexmark_event(seed_, n, NexmarkClock{start_time_, interval_ms_}, *nexmark_fields_,
-                         builder_, out);
+      nexmark_->make(n, out);
       return;
     }
     std::int64_t ts = start_time_ + static_cast<std::int64_t>(n) * interval_ms_;
-    builder_.reset();
+    state::InPlaceRecord record(out, 5);
     if (profile_ == Profile::Counter) {
-      if (wanted_[seq_]) builder_.append(seq_, Value::integer(static_cast<std::int64_t>(n)));
-      if (wanted_[ts_]) builder_.append(ts_, Value::integer(ts));
+      if (wanted_[seq_]) record.append(seq_, Value::integer(static_cast<std::int64_t>(n)));
+      if (wanted_[ts_]) record.append(ts_, Value::integer(ts));
     } else {
       std::uint64_t r = splitmix64(seed_ * 0x100000001b3ULL ^ n);
-      if (wanted_[ts_]) builder_.append(ts_, Value::integer(ts));
-      if (wanted_[user_]) builder_.append(user_, Value::string(numbered(out, "u", r % users_)));
+      if (wanted_[ts_]) record.append(ts_, Value::integer(ts));
+      if (wanted_[user_]) record.append(user_, Value::string(numbered(out, "u", r % users_)));
       if (wanted_[page_])
-        builder_.append(page_, Value::string(numbered(out, "/p/", (r >> 20) % pages_)));
+        record.append(page_, Value::string(numbered(out, "/p/", (r >> 20) % pages_)));
       std::uint64_t s = (r >> 40) % 100;
-      if (wanted_[status_]) builder_.append(status_, Value::integer(s < 90 ? 200 : s < 97 ? 404 : 500));
+      if (wanted_[status_]) record.append(status_, Value::integer(s < 90 ? 200 : s < 97 ? 404 : 500));
       if (wanted_[bytes_])
-        builder_.append(bytes_, Value::integer(static_cast<std::int64_t>(100 + (r >> 8) % 9900)));
+        record.append(bytes_, Value::integer(static_cast<std::int64_t>(100 + (r >> 8) % 9900)));
     }
-    builder_.finish(out);
+    record.finish();
   }
 
   // prefix + k in decimal, written straight into out's arena (not into a buffer and then
@@ -294,8 +298,7 @@ private:
   bool rate_started_ = false;
   state::FieldId seq_, ts_, user_, page_, status_, bytes_;
   std::vector<bool> wanted_; // by FieldId: whether the clicks and counter fields are made
-  std::optional<NexmarkFields> nexmark_fields_; // for profile nexmark
-  state::RecordBuilder builder_;
+  std::optional<NexmarkStream> nexmark_; // for profile nexmark
 };
 
 } // namespace

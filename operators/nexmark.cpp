@@ -40,6 +40,9 @@ constexpr std::array<std::string_view, 10> kCities{
     "Bend",    "Redmond",     "Seattle",       "Kent",  "Cheyenne"};
 constexpr std::array<std::string_view, 6> kStates{"AZ", "CA", "ID", "OR", "WA", "WY"};
 
+// The most fields of an event (an auction's).
+constexpr std::uint32_t kMostFields = 10;
+
 // Salts, so that the streams of different uses of one number do not coincide.
 constexpr std::uint64_t kEventSalt = 0x6e65786d61726b31ULL;   // "nexmark1"
 constexpr std::uint64_t kChannelSalt = 0x6368616e6e656c31ULL; // "channel1"
@@ -147,6 +150,8 @@ public:
     return {};
   }
 
+  std::string_view view() const { return std::string_view(buf_.data(), size_); }
+
   // Copies the text into `out`'s arena; values() then point into the copy.
   void store(state::Batch& out) { stored_ = out.copy_string(std::string_view(buf_.data(), size_)); }
   Value value(Span s) const { return Value::string(stored_.substr(s.at, s.size)); }
@@ -160,16 +165,14 @@ private:
 
 // "https://www.nexmark.com/abc/de_f/ghi/item.htm?query=1": three path segments of 3 or 4
 // characters, a pure function of `key` (Flink draws them once per process).
-Text::Span add_base_url(Text& text, std::uint64_t key) {
+void add_base_url(Text& text, std::uint64_t key) {
   Rng rng(splitmix64(key ^ kChannelSalt));
-  std::uint32_t m = text.mark();
   text.put("https://www.nexmark.com/");
   for (int k = 0; k < 3; ++k) {
     text.add_words(rng, 3 + rng.below(2), true, '_');
     text.put('/');
   }
   text.put("item.htm?query=1");
-  return text.since(m);
 }
 
 std::uint32_t reverse_bits(std::uint32_t x) {
@@ -190,7 +193,7 @@ std::uint64_t pick_person(Rng& rng, std::uint64_t last, std::uint64_t hot_ratio,
 }
 
 void make_person(std::uint64_t n, Rng& rng, std::int64_t ts, const NexmarkFields& f,
-                 state::RecordBuilder& b, state::Batch& out) {
+                 state::InPlaceRecord& b, state::Batch& out) {
   Text text;
   auto type = text.add("person");
   std::uint32_t m = text.mark();
@@ -231,7 +234,7 @@ void make_person(std::uint64_t n, Rng& rng, std::int64_t ts, const NexmarkFields
 }
 
 void make_auction(std::uint64_t n, Rng& rng, std::int64_t ts, std::int64_t interval_ms,
-                  const NexmarkFields& f, state::RecordBuilder& b, state::Batch& out) {
+                  const NexmarkFields& f, state::InPlaceRecord& b, state::Batch& out) {
   auto last_person = static_cast<std::uint64_t>(nexmark_last_person_id(n) - kNexmarkFirstPersonId);
   std::uint64_t hot_seller = last_person / kHotBlock * kHotBlock;
   std::uint64_t seller = pick_person(rng, last_person, kHotSellerRatio, hot_seller);
@@ -262,7 +265,7 @@ void make_auction(std::uint64_t n, Rng& rng, std::int64_t ts, std::int64_t inter
 }
 
 void make_bid(std::uint64_t n, Rng& rng, std::int64_t ts, const NexmarkFields& f,
-              state::RecordBuilder& b, state::Batch& out) {
+              const NexmarkChannels& channels, state::InPlaceRecord& b) {
   auto last_auction =
       static_cast<std::uint64_t>(nexmark_last_auction_id(n) - kNexmarkFirstAuctionId);
   std::uint64_t auction = last_auction / kHotBlock * kHotBlock;
@@ -277,39 +280,17 @@ void make_bid(std::uint64_t n, Rng& rng, std::int64_t ts, const NexmarkFields& f
   std::uint64_t bidder = pick_person(rng, last_person, kHotBidderRatio, hot_bidder);
   std::int64_t price = next_price(rng);
 
-  Text text;
-  auto type = text.add("bid");
-  Text::Span channel, url;
-  if (!rng.one_in(kHotChannelRatio)) {
-    std::uint64_t k = rng.below(kHotChannels.size());
-    channel = text.add(kHotChannels[k]);
-    if (f.wants(f.url)) url = add_base_url(text, kChannels + k);
-  } else {
-    std::uint64_t k = rng.below(kChannels);
-    std::uint32_t m = text.mark();
-    text.put("channel-");
-    text.put_number(k);
-    channel = text.since(m);
-    if (f.wants(f.url)) {
-      m = text.mark();
-      add_base_url(text, k);
-      // As Flink's: nine channels in ten carry their id, bit-reversed, in the URL.
-      if (splitmix64(k ^ kChannelSalt ^ 1) % 10 > 0) {
-        text.put("&channel_id=");
-        auto reversed = static_cast<std::int32_t>(reverse_bits(static_cast<std::uint32_t>(k)));
-        text.put_number(static_cast<std::uint64_t>(std::abs(static_cast<std::int64_t>(reversed))));
-      }
-      url = text.since(m);
-    }
-  }
-  text.store(out);
+  // Half of the bids come from one of the 4 hot channels (keys kChannels and up).
+  const bool hot = !rng.one_in(kHotChannelRatio);
+  const std::uint64_t channel =
+      hot ? kChannels + rng.below(kHotChannels.size()) : rng.below(kChannels);
 
-  if (f.wants(f.event_type)) b.append(f.event_type, text.value(type));
+  if (f.wants(f.event_type)) b.append(f.event_type, Value::string("bid"));
   if (f.wants(f.auction)) b.append(f.auction, Value::integer(kNexmarkFirstAuctionId + static_cast<std::int64_t>(auction)));
   if (f.wants(f.bidder)) b.append(f.bidder, Value::integer(kNexmarkFirstPersonId + static_cast<std::int64_t>(bidder)));
   if (f.wants(f.price)) b.append(f.price, Value::integer(price));
-  if (f.wants(f.channel)) b.append(f.channel, text.value(channel));
-  if (f.wants(f.url)) b.append(f.url, text.value(url));
+  if (f.wants(f.channel)) b.append(f.channel, Value::string(channels.name(channel)));
+  if (f.wants(f.url)) b.append(f.url, Value::string(channels.url(channel)));
   if (f.wants(f.date_time)) b.append(f.date_time, Value::integer(ts));
 }
 
@@ -326,20 +307,52 @@ NexmarkFields::NexmarkFields(state::FieldNames& names)
       auction(names.intern("auction")), bidder(names.intern("bidder")),
       price(names.intern("price")), channel(names.intern("channel")), url(names.intern("url")) {}
 
-void make_nexmark_event(std::uint64_t seed, std::uint64_t n, const NexmarkClock& clock,
-                        const NexmarkFields& fields, state::RecordBuilder& builder,
-                        state::Batch& out) {
-  Rng rng(splitmix64(splitmix64(seed ^ kEventSalt) + n));
-  std::int64_t ts = clock.start_time + static_cast<std::int64_t>(n) * clock.interval_ms;
-  builder.reset();
-  switch (nexmark_kind(n)) {
-  case NexmarkKind::Person: make_person(n, rng, ts, fields, builder, out); break;
-  case NexmarkKind::Auction:
-    make_auction(n, rng, ts, clock.interval_ms, fields, builder, out);
-    break;
-  case NexmarkKind::Bid: make_bid(n, rng, ts, fields, builder, out); break;
+NexmarkChannels::NexmarkChannels() {
+  const std::uint64_t keys = kChannels + kHotChannels.size();
+  names_.resize(keys);
+  urls_.resize(keys);
+  auto keep = [this](std::string_view made) {
+    Span s{static_cast<std::uint32_t>(text_.size()), static_cast<std::uint32_t>(made.size())};
+    text_.append(made);
+    return s;
+  };
+  for (std::uint64_t key = 0; key < keys; ++key) {
+    Text text; // the longest URL is about 90 bytes
+    if (key < kChannels) {
+      text.put("channel-");
+      text.put_number(key);
+    } else {
+      text.put(kHotChannels[key - kChannels]);
+    }
+    names_[key] = keep(text.view());
+    text = Text();
+    add_base_url(text, key);
+    // As Flink's: nine channels in ten carry their id, bit-reversed, in the URL (not the hot
+    // channels).
+    if (key < kChannels && splitmix64(key ^ kChannelSalt ^ 1) % 10 > 0) {
+      text.put("&channel_id=");
+      auto reversed = static_cast<std::int32_t>(reverse_bits(static_cast<std::uint32_t>(key)));
+      text.put_number(static_cast<std::uint64_t>(std::abs(static_cast<std::int64_t>(reversed))));
+    }
+    urls_[key] = keep(text.view());
   }
-  builder.finish(out);
+}
+
+void NexmarkStream::make(std::uint64_t n, state::Batch& out) {
+  Rng rng(splitmix64(splitmix64(seed_ ^ kEventSalt) + n));
+  std::int64_t ts = clock_.start_time + static_cast<std::int64_t>(n) * clock_.interval_ms;
+  state::InPlaceRecord record(out, kMostFields);
+  switch (nexmark_kind(n)) {
+  case NexmarkKind::Person: make_person(n, rng, ts, fields_, record, out); break;
+  case NexmarkKind::Auction:
+    make_auction(n, rng, ts, clock_.interval_ms, fields_, record, out);
+    break;
+  case NexmarkKind::Bid:
+    make_bid(n, rng, ts, fields_, *channels_, record);
+    out.retain(kept_channels_);
+    break;
+  }
+  record.finish();
 }
 
 } // namespace streamctl::operators

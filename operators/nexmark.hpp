@@ -25,6 +25,9 @@
 // also picks up to 10 ids ahead of the newest (its "lead") and its hot bidder may not exist yet.
 
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "state/batch.hpp"
@@ -73,10 +76,17 @@ struct NexmarkFields {
   // bid (also date_time)
   state::FieldId auction, bidder, price, channel, url;
 
+  // Every field id above, once.
+  std::vector<state::FieldId> all() const {
+    return {event_type, id,          name,    email_address, credit_card, city,   state,
+            date_time,  item_name,   description, initial_bid, reserve,    expires, seller,
+            category,   auction,     bidder,  price,         channel,     url};
+  }
+
   // By FieldId, the fields to make (projection: what anything downstream reads); empty: all.
   // The others are not written, and the costly ones (words, URLs) not made, but every field
   // that is made has the same value as when all are.
-  std::vector<bool> wanted;
+  std::vector<std::uint8_t> wanted; // bytes, not bits: read for every field of every event
   bool wants(state::FieldId field) const {
     return wanted.empty() || (field < wanted.size() && wanted[field]);
   }
@@ -87,15 +97,51 @@ struct NexmarkClock {
   std::int64_t interval_ms = 1; // date_time step between consecutive events
 };
 
-// Appends event `n` to `out` as one flat record:
-//   person:  event_type "person", id, name, email_address, credit_card, city, state, date_time
-//   auction: event_type "auction", id, item_name, description, initial_bid, reserve, date_time,
-//            expires, seller, category
-//   bid:     event_type "bid", auction, bidder, price, channel, url, date_time
-// Ids, prices (in cents) and times are ints; the rest strings, all stored in `out`'s arena with
-// one allocation per record. `builder` is scratch space, reset here.
-void make_nexmark_event(std::uint64_t seed, std::uint64_t n, const NexmarkClock& clock,
-                        const NexmarkFields& fields, state::RecordBuilder& builder,
-                        state::Batch& out);
+// The channels of bids and their URLs, 10,004 of each (keys 0-9999 are "channel-K", 10000-10003
+// the hot channels), made once per stream and shared by every batch that points into them:
+// drawing a URL per bid, and copying it with the rest of the bid's text into the batch, was a
+// quarter of Nexmark q0's CPU. About 1 MB.
+class NexmarkChannels {
+public:
+  NexmarkChannels();
+  std::string_view name(std::uint64_t key) const { return at(names_[key]); }
+  std::string_view url(std::uint64_t key) const { return at(urls_[key]); }
+
+private:
+  struct Span {
+    std::uint32_t at = 0, size = 0;
+  };
+  std::string_view at(Span s) const { return std::string_view(text_).substr(s.at, s.size); }
+
+  std::string text_;
+  std::vector<Span> names_, urls_; // by key
+};
+
+// The event stream of one seed.
+class NexmarkStream {
+public:
+  NexmarkStream(std::uint64_t seed, NexmarkClock clock, NexmarkFields fields)
+      : seed_(seed), clock_(clock), fields_(std::move(fields)),
+        channels_(std::make_shared<const NexmarkChannels>()), kept_channels_(channels_) {}
+
+  // Appends event `n` to `out` as one flat record:
+  //   person:  event_type "person", id, name, email_address, credit_card, city, state, date_time
+  //   auction: event_type "auction", id, item_name, description, initial_bid, reserve,
+  //            date_time, expires, seller, category
+  //   bid:     event_type "bid", auction, bidder, price, channel, url, date_time
+  // Ids, prices (in cents) and times are ints; the rest strings, all stored in `out`'s arena
+  // with one allocation per record, as are the fields (in place); a bid's channel and URL
+  // point into this stream's channel table, which `out` then retains.
+  void make(std::uint64_t n, state::Batch& out);
+
+  const NexmarkFields& fields() const { return fields_; }
+
+private:
+  std::uint64_t seed_;
+  NexmarkClock clock_;
+  NexmarkFields fields_;
+  std::shared_ptr<const NexmarkChannels> channels_;
+  std::shared_ptr<const void> kept_channels_; // channels_, as batches retain it
+};
 
 } // namespace streamctl::operators
