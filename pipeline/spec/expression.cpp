@@ -448,6 +448,24 @@ std::optional<Expression::FieldReference> Expression::field_reference() const {
   return FieldReference{root_->root->name, root_->root->path.size() == 1};
 }
 
+std::optional<std::string> Expression::required_string(std::string_view field) const {
+  if (!root_ || !root_->root) return std::nullopt;
+  auto equality = [&](const expr::Node& n) -> std::optional<std::string> {
+    if (n.op != expr::Op::Eq || n.args.size() != 2) return std::nullopt;
+    for (std::size_t k = 0; k < 2; ++k) {
+      const expr::Node& f = *n.args[k];
+      const expr::Node& literal = *n.args[1 - k];
+      if (f.op == expr::Op::Field && f.path.size() == 1 && f.name == field &&
+          literal.op == expr::Op::Literal && literal.literal.kind == Kind::String)
+        return std::string(literal.literal.str());
+    }
+    return std::nullopt;
+  };
+  const expr::Node& root = *root_->root;
+  if (root.op == expr::Op::And && !root.args.empty()) return equality(*root.args.front());
+  return equality(root);
+}
+
 bool Expression::eval(const state::Record& record, EvalContext& ctx, Value& out) const {
   if (!program_) { // compile() makes the tree and the program together
     ctx.error = "expression is empty (moved from)";

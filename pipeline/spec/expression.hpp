@@ -82,6 +82,11 @@ public:
     bool top_level = false;
   };
   std::optional<FieldReference> field_reference() const;
+  // The string that the top-level field `field` must be for the expression to be true, when
+  // it is `field == "S"` (either way round) or a `&&` whose first operand is: then every other
+  // record makes it false, without an error (`&&` stops there). Planning uses it to tell a
+  // source which records a filter keeps (Nexmark's filters on event_type).
+  std::optional<std::string> required_string(std::string_view field) const;
   // Top-level field names the expression reads (for documentation and planning).
   const std::vector<std::string>& fields() const { return fields_; }
   // The members of the map field `top` that the expression reads (`left.id` reads "id" of

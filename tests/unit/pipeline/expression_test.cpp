@@ -968,3 +968,26 @@ TEST_CASE("burn(micros) spends about that much CPU time per call and returns its
         "burn: micros must be from 0 to 1000000, got 1000001 in 'burn(1000001)'");
   CHECK(compile_error("burn(\"x\")").message.find("burn") != std::string::npos);
 }
+
+TEST_CASE("required_string: the string a field must equal for the expression to hold",
+          "[expression]") {
+  FieldNames names;
+  auto required = [&](const char* text) {
+    return Expression::compile(text, names).required_string("event_type");
+  };
+  CHECK(required(R"(event_type == "bid")") == std::optional<std::string>("bid"));
+  CHECK(required(R"("auction" == event_type)") == std::optional<std::string>("auction"));
+  CHECK(required(R"(event_type == "bid" && auction % 123 == 0)") ==
+        std::optional<std::string>("bid"));
+  CHECK(required(R"(`event_type` == "person" && state == "OR" && city != "Kent")") ==
+        std::optional<std::string>("person"));
+  // Not when another operand comes first (it may fail on the other records), under ||, !=, a
+  // nested field, another field, or a literal that is not a string.
+  CHECK_FALSE(required(R"(price > 10 && event_type == "bid")"));
+  CHECK_FALSE(required(R"(event_type == "bid" || event_type == "auction")"));
+  CHECK_FALSE(required(R"(event_type != "bid")"));
+  CHECK_FALSE(required(R"(e.event_type == "bid")"));
+  CHECK_FALSE(required(R"(kind == "bid")"));
+  CHECK_FALSE(required(R"(event_type == 3)"));
+  CHECK_FALSE(required(R"(!(event_type == "bid"))"));
+}
