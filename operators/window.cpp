@@ -1031,10 +1031,17 @@ private:
     const bool emit = time == end;
     const bool keep = emit && event && window_.allowed_lateness > 0;
     const int di = event ? event_domain : processing_domain;
+    // A map key starts with its window's start as a varint, which no other varint begins
+    // with: entries of other windows (four in five of a sliding window of size 5 x slide) are
+    // told apart by comparing those bytes, not by decoding each (a sixth of Nexmark q5's fire).
+    char start_bytes[10];
+    const char* start_at = put_zigzag_varint_before(start_bytes + sizeof start_bytes, start);
+    const std::string_view start_prefix(start_at,
+                                        static_cast<std::size_t>(start_bytes + sizeof start_bytes - start_at));
     d.windows->erase_if_in_group(group, [&](std::string_view map_key, Cell& cell) {
       const std::string_view whole_key = map_key;
-      std::int64_t s;
-      if (!read_zigzag_varint(map_key, s) || s != start) return false;
+      if (!map_key.starts_with(start_prefix)) return false;
+      map_key.remove_prefix(start_prefix.size());
       // An erased entry takes its mark along: recorded whether marked or not. (The map's
       // other entries move on erase, not this one: it is only read.)
       if (!keep && entries_.recording(group))
