@@ -311,6 +311,7 @@ NexmarkChannels::NexmarkChannels() {
   const std::uint64_t keys = kChannels + kHotChannels.size();
   names_.resize(keys);
   urls_.resize(keys);
+  text_.reserve(keys * 100); // names of up to 12 bytes, URLs of up to 88
   auto keep = [this](std::string_view made) {
     Span s{static_cast<std::uint32_t>(text_.size()), static_cast<std::uint32_t>(made.size())};
     text_.append(made);
@@ -348,6 +349,7 @@ void NexmarkStream::make(std::uint64_t n, state::Batch& out) {
     make_auction(n, rng, ts, clock_.interval_ms, fields_, record, out);
     break;
   case NexmarkKind::Bid:
+    if (!channels_) kept_channels_ = channels_ = std::make_shared<const NexmarkChannels>();
     make_bid(n, rng, ts, fields_, *channels_, record);
     out.retain(kept_channels_);
     break;
