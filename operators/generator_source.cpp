@@ -63,11 +63,13 @@ Result<Layer> read_layer(PositionReader& r, std::uint32_t q) {
 class GeneratorSource final : public Source {
 public:
   // `only`: for nexmark, the one kind of event to emit (absent: all), numbered as in the full
-  // stream.
+  // stream; `only_downstream`: chosen by the filters downstream, not by `events`, and then the
+  // rate paces the full stream.
   // `emitted`: the fields anything downstream reads (projection.hpp); the others are not made.
   GeneratorSource(const pipeline::NodeSpec& node, state::FieldNames& names,
-                  std::optional<NexmarkKind> only, const pipeline::FieldSet& emitted)
-      : only_(only) {
+                  std::optional<NexmarkKind> only, bool only_downstream,
+                  const pipeline::FieldSet& emitted)
+      : only_(only), only_downstream_(only_downstream) {
     std::string profile = node.config["profile"].value_or(std::string("counter"));
     profile_ = profile == "clicks"    ? Profile::Clicks
                : profile == "nexmark" ? Profile::Nexmark
@@ -198,7 +200,7 @@ public:
 
   SourceStatus poll(state::Batch& out, std::size_t max_records) override {
     if (never_) return SourceStatus::End;
-    std::uint64_t n = max_records;
+    std::uint64_t budget = UINT64_MAX; // of what the rate counts
     if (rate_ > 0) {
       // The rate counts from the first poll, not from open(): a slow start (many workers, a
       // restore) must not turn into a burst of the records it "owes".
@@ -209,10 +211,13 @@ public:
       double per_subtask = rate_ / static_cast<double>(step_);
       double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
       auto allowed = static_cast<std::uint64_t>(elapsed * per_subtask) + 1;
-      n = allowed > emitted_ ? std::min<std::uint64_t>(n, allowed - emitted_) : 0;
+      budget = allowed > paced_ ? allowed - paced_ : 0;
     }
+    // The rate counts the events made; with the kind chosen by the filters downstream, every
+    // event of the full stream, as those filters would see them without this source's help.
     std::size_t made = 0;
-    while (made < n) {
+    std::uint64_t paced = 0;
+    while (made < max_records && paced < budget) {
       if (bounded_ && next_ >= count_) break;
       std::uint64_t k = next_;
       next_ += step_;
@@ -220,11 +225,13 @@ public:
         if (emitted_before(k)) continue;
         skip_emitted();
       }
+      if (only_downstream_) ++paced;
       if (only_ && nexmark_kind(k) != *only_) continue;
       make_record(k, out);
       ++made;
+      if (!only_downstream_) ++paced;
     }
-    emitted_ += made;
+    paced_ += paced;
     if (made > 0) return SourceStatus::Data;
     return bounded_ && next_ >= count_ ? SourceStatus::End : SourceStatus::Idle;
   }
@@ -280,6 +287,7 @@ private:
 
   Profile profile_;
   std::optional<NexmarkKind> only_;
+  bool only_downstream_ = false;
   bool never_ = false;
   bool bounded_ = false;
   std::uint64_t count_ = 0;
@@ -291,7 +299,7 @@ private:
   std::uint64_t pages_ = 100;
   std::uint64_t next_ = 0;
   std::uint64_t step_ = 1;
-  std::uint64_t emitted_ = 0;
+  std::uint64_t paced_ = 0; // what the rate counted since the first poll (see poll)
   std::vector<Layer> before_;     // emitted before the restore this subtask started from
   std::uint64_t before_max_ = 0;  // every number at or above it is not in before_
   std::chrono::steady_clock::time_point started_;
@@ -391,17 +399,17 @@ std::unique_ptr<Source> make_generator_source(const pipeline::PipelineSpec& spec
                                               const pipeline::NodeSpec& node,
                                               state::FieldNames& names) {
   std::optional<NexmarkKind> only;
+  bool only_downstream = false;
   if (auto events = node.config["events"].value<std::string>()) {
     if (node.config["profile"].value_or(std::string("counter")) != "nexmark")
       throw Error(ErrorKind::Usage, pipeline::position_of(spec, node, "events") + ": source '" +
                                         node.name + "': 'events' needs profile = \"nexmark\"");
     only = nexmark_kind_named(*events);
-  } else if (node.config["profile"].value_or(std::string("counter")) == "nexmark" &&
-             !node.config.contains("rate")) {
-    // Not with a rate: it counts the events made, so the stream would come faster.
+  } else if (node.config["profile"].value_or(std::string("counter")) == "nexmark") {
     only = kind_kept_downstream(spec, node, names);
+    only_downstream = only.has_value();
   }
-  return std::make_unique<GeneratorSource>(node, names, only,
+  return std::make_unique<GeneratorSource>(node, names, only, only_downstream,
                                            spec.fields_emitted(spec.index_of(node)));
 }
 
