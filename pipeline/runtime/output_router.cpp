@@ -13,7 +13,7 @@ OutputRouter::OutputRouter(zmq::context_t& context, const pipeline::PipelineSpec
                            state::FieldNames& names, std::size_t batch_size,
                            std::chrono::milliseconds buffer_timeout, WaitWritable wait,
                            const transport::LinkSecurity& security)
-    : names_(names), batch_size_(batch_size), buffer_timeout_(buffer_timeout), wait_(std::move(wait)) {
+    : names_(names), message_records_(kBatchesPerMessage * batch_size), buffer_timeout_(buffer_timeout), wait_(std::move(wait)) {
   for (const auto* e : plan.edges_out_of(task.chain)) {
     Edge edge;
     edge.partition = e->partition;
@@ -73,7 +73,7 @@ void OutputRouter::append(Channel& channel, const state::Batch& batch) {
   if (channel.pending.empty() && !channel.watermark_due) channel.first_pending = Clock::now();
   channel.pending.retain_memory_of(batch);
   for (const auto& record : batch) channel.pending.add_shared(record);
-  if (channel.pending.size() >= batch_size_) flush(channel);
+  if (channel.pending.size() >= message_records_) flush(channel);
 }
 
 // Each record to the subtask that owns its key group (SPEC §3).
@@ -94,7 +94,7 @@ void OutputRouter::route_by_key(Edge& edge, const state::Batch& batch) {
       channel.retained_this_batch = true;
     }
     channel.pending.add_shared(record);
-    if (channel.pending.size() >= batch_size_) {
+    if (channel.pending.size() >= message_records_) {
       flush(channel);
       channel.retained_this_batch = false;
     }

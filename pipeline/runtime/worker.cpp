@@ -471,9 +471,26 @@ private:
     auto batch = state::decode_batch(payload, owned, names_);
     if (!batch) throw Error(ErrorKind::Internal, "received a corrupt batch: " + batch.error());
     state_changes();
-    chain_->push(*batch, emitter(), header->input_index);
+    push_in_batches(*batch, header->input_index);
     if (piggyback)
       if (auto advanced = watermarks_->on_watermark(header->channel, *piggyback)) advance_watermark(*advanced);
+  }
+
+  // A message carries up to kBatchesPerMessage batches (output_router.hpp): the chain takes
+  // them a batch_size at a time, as from a source, so that operators work on batches of the
+  // size the job set (their per-batch scratch, the window's prefetching).
+  void push_in_batches(const state::Batch& batch, std::uint16_t input_index) {
+    if (batch.size() <= settings_.batch_size) {
+      chain_->push(batch, emitter(), input_index);
+      return;
+    }
+    for (std::size_t at = 0; at < batch.size(); at += settings_.batch_size) {
+      state::Batch part;
+      part.retain_memory_of(batch);
+      const std::size_t end = std::min(batch.size(), at + settings_.batch_size);
+      for (std::size_t k = at; k < end; ++k) part.add_shared(batch[k]);
+      chain_->push(part, emitter(), input_index);
+    }
   }
 
   // Every live input has delivered the barrier: snapshot, pass it on, go on with what waited.
