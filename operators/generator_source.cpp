@@ -99,14 +99,10 @@ public:
       // Every field but some (a map's `remove` before a whole-record sink) leaves those out
       // as a set of names does: q2's URLs were made and dropped.
       if (!emitted.every_field()) {
-        auto& wanted = fields.wanted;
-        wanted.assign(1, 0); // non-empty: only what is marked below
-        auto mark = [&](state::FieldId id, bool want) {
-          if (id >= wanted.size()) wanted.resize(id + 1, 0);
-          wanted[id] = want ? 1 : 0;
-        };
-        for (state::FieldId id : fields.all())
-          mark(id, emitted.contains(std::string(names.name(id))));
+        const std::vector<state::FieldId> ids = fields.all();
+        fields.wanted.assign(*std::max_element(ids.begin(), ids.end()) + 1, 0); // non-empty
+        for (state::FieldId id : ids)
+          fields.wanted[id] = emitted.contains(std::string(names.name(id))) ? 1 : 0;
       }
       nexmark_.emplace(seed_, NexmarkClock{start_time_, interval_ms_}, std::move(fields));
     }
