@@ -255,9 +255,9 @@ private:
     } else {
       std::uint64_t r = splitmix64(seed_ * 0x100000001b3ULL ^ n);
       if (wanted_[ts_]) record.append(ts_, Value::integer(ts));
-      if (wanted_[user_]) record.append(user_, Value::string(numbered(out, "u", r % users_)));
+      if (wanted_[user_]) record.append(user_, Value::plain_string(numbered(out, "u", r % users_)));
       if (wanted_[page_])
-        record.append(page_, Value::string(numbered(out, "/p/", (r >> 20) % pages_)));
+        record.append(page_, Value::plain_string(numbered(out, "/p/", (r >> 20) % pages_)));
       std::uint64_t s = (r >> 40) % 100;
       if (wanted_[status_]) record.append(status_, Value::integer(s < 90 ? 200 : s < 97 ? 404 : 500));
       if (wanted_[bytes_])

@@ -10,7 +10,11 @@ void Batch::retain_memory_of(const Batch& other) {
 
 Value Batch::copy_value(const Value& v) {
   switch (v.kind) {
-  case Kind::String: return Value::string(arena_->copy(v.str()));
+  case Kind::String: {
+    Value copy = Value::string(arena_->copy(v.str()));
+    copy.flags = v.flags; // the same bytes
+    return copy;
+  }
   case Kind::Array: {
     Value* elements = arena_->allocate_array<Value>(v.size);
     for (std::uint32_t k = 0; k < v.size; ++k) elements[k] = copy_value(v.array[k]);

@@ -381,10 +381,14 @@ const char* JsonReader::scan_string(const char* p) {
 bool JsonReader::string_value(Value& out) {
   const char* open = p_;
   const char* q = find_json_special(open + 1, end_);
+  // Plain when the first byte the scan stops at is the closing quote: the writer then copies
+  // the text without scanning it again.
+  const bool plain = q < end_ && *q == '"';
   if (q < end_ && *q != '"' && *q != '\\' && (q = scan_string(q)) == nullptr) return false;
   if (q >= end_) return error(open, "unterminated string");
   if (*q == '"') {
-    out = Value::string(std::string_view(open + 1, static_cast<std::size_t>(q - open - 1)));
+    const std::string_view text(open + 1, static_cast<std::size_t>(q - open - 1));
+    out = plain ? Value::plain_string(text) : Value::string(text);
     p_ = q + 1;
     return true;
   }

@@ -40,7 +40,13 @@ public:
   void append(const Record& r, std::string& out);
 
 private:
-  const std::string& key_text(FieldId id); // `"name":`, made on first use
+  // `"name":`, made on first use (make_key_text); inline, as it runs for every field written.
+  const std::string& key_text(FieldId id) {
+    if (id < keys_.size() && !keys_[id].empty()) [[likely]]
+      return keys_[id];
+    return make_key_text(id);
+  }
+  const std::string& make_key_text(FieldId id);
   static std::size_t plain_bound(const Value& v);
   void append_general(const Record& r, std::string& out); // arrays, maps, strings to escape
 

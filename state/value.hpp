@@ -6,6 +6,7 @@
 // input buffer it retains). Copying a Value between batches therefore requires the target
 // batch to retain the source's memory (Batch::retain) or to deep-copy (Batch::copy_value).
 
+#include <cassert>
 #include <cstdint>
 #include <string_view>
 
@@ -20,7 +21,12 @@ const char* kind_name(Kind kind);
 struct Field;
 
 struct Value {
+  // flags: a property of a string's bytes that whoever made them knew, so that later readers
+  // need not scan for it again. Copies keep it; a new string starts without it.
+  static constexpr std::uint8_t json_plain = 1; // no byte that JSON text escapes or checks
+
   Kind kind = Kind::Null;
+  std::uint8_t flags = 0; // in the padding before size: Value stays 16 bytes
   std::uint32_t size = 0; // bytes of a string, elements of an array or map
   union {
     bool b;
@@ -59,6 +65,22 @@ struct Value {
     x.s = text.data();
     return x;
   }
+  // A string whose bytes are all printable ASCII other than '"' and '\\' (0x20..0x7F): a
+  // JSON writer copies it as it is, without the scan for bytes to escape (find_json_special).
+  // For text its maker produced or already scanned (the JSON reader, the generators).
+  static Value plain_string(std::string_view text) {
+    assert(is_plain_text(text) && "plain_string of text with a byte to escape");
+    Value x = string(text);
+    x.flags = json_plain;
+    return x;
+  }
+  static bool is_plain_text(std::string_view text) {
+    for (char c : text) {
+      auto u = static_cast<unsigned char>(c);
+      if (u < 0x20 || u >= 0x80 || c == '"' || c == '\\') return false;
+    }
+    return true;
+  }
   static Value array_of(const Value* elements, std::uint32_t n) {
     Value x;
     x.kind = Kind::Array;
@@ -76,6 +98,7 @@ struct Value {
 
   bool is_null() const { return kind == Kind::Null; }
   bool is_number() const { return kind == Kind::Int || kind == Kind::Float; }
+  bool is_json_plain() const { return (flags & json_plain) != 0; }
   std::string_view str() const { return {s, size}; }
   double as_double() const { return kind == Kind::Int ? static_cast<double>(i) : f; }
 };

@@ -235,6 +235,11 @@ TEST_CASE("write_int writes what std::to_chars writes", "[json]") {
     auto v = static_cast<std::int64_t>(rng());
     check(v);
     check(v >> (rng() % 64)); // every magnitude
+    // Runs of zeros inside and at the end of the 8-digit chunks that write_int writes at once.
+    static constexpr std::int64_t tens[] = {10, 1000, 10000, 100000000, 1000000000, 10000000000000};
+    const std::int64_t ten = tens[rng() % std::size(tens)];
+    check((v >> (rng() % 64)) / ten * ten);
+    check((v >> (rng() % 64)) / ten * ten + static_cast<std::int64_t>(rng() % 10));
   }
 }
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "state/json_reader.hpp"
 #include "state/json_writer.hpp"
@@ -85,6 +86,38 @@ TEST_CASE("strings without escapes point into the text, escaped ones into the ar
   std::fill(text.begin(), text.end(), 'z');
   CHECK(plain.str() == "zzz");
   CHECK(esc.str() == "a\nb");
+}
+
+// The reader marks a string json_plain when its text needs no escape, so that a JSON writer
+// copies it without scanning it again; a wrong mark would write an unescaped quote or a raw
+// control byte. Every byte value at every offset of short strings, and strings longer than the
+// scanner's 16-byte step.
+TEST_CASE("the reader marks plain exactly the strings with nothing to escape", "[json]") {
+  std::vector<std::string> bodies = {"", "abc", "a b", "https://www.nexmark.com/item.htm?query=1",
+                                     std::string(40, 'x'), "caf\xc3\xa9", "a\\nb", "a\\\"b",
+                                     "\\u0041"};
+  for (int c = 0; c < 256; ++c) {
+    if (c == '"' || c == '\\') continue; // would end the string or start an escape
+    for (std::size_t at : {0u, 7u, 15u, 16u, 30u}) {
+      std::string body(31, 'k');
+      body[at] = static_cast<char>(c);
+      bodies.push_back(body);
+    }
+  }
+  for (const std::string& body : bodies) {
+    FieldNames names;
+    Batch batch;
+    auto owned = std::make_shared<std::string>("{\"s\":\"" + body + "\"}");
+    batch.retain(owned);
+    RecordBuilder b;
+    auto r = parse_json_record(*owned, names, batch, b);
+    if (!r) continue; // raw control bytes and bad UTF-8 are bad records: nothing to mark
+    INFO("body " << body);
+    const Value& v = b.fields()[0].value;
+    const bool raw = body.find('\\') == std::string::npos;
+    CHECK(v.is_json_plain() == (raw && Value::is_plain_text(v.str())));
+    if (v.is_json_plain()) CHECK(Value::is_plain_text(v.str()));
+  }
 }
 
 TEST_CASE("escapes decode, including \\u and surrogate pairs, to UTF-8", "[json]") {
