@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <unistd.h>
 
 namespace streamctl::operators {
@@ -16,6 +17,14 @@ Result<void> write_all(int fd, std::string_view bytes) {
     bytes.remove_prefix(static_cast<std::size_t>(n));
   }
   return {};
+}
+
+void WritebackPacer::wrote(int fd, std::uint64_t size) {
+  if (size < started_ + step) return;
+  const std::uint64_t to = size / step * step;
+  // Advisory: on a file system without it (EINVAL, ESPIPE for a pipe) the fsync does it all.
+  ::sync_file_range(fd, static_cast<off_t>(started_), static_cast<off_t>(to - started_), SYNC_FILE_RANGE_WRITE);
+  started_ = to;
 }
 
 } // namespace streamctl::operators

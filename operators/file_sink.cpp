@@ -257,6 +257,7 @@ private:
       final_name_ = name;
       ++next_n_;
       written_ = 0;
+      writeback_.reset();
       encoder_.emplace(node_, names_); // a csv part starts with its header
 
       return;
@@ -332,6 +333,7 @@ private:
     if (!written) fail_io("cannot write", dir_ / ("." + final_name_));
     written_ += buffer_.size();
     buffer_.clear();
+    writeback_.wrote(fd_, written_);
   }
 
   [[noreturn]] void fail_io(const char* what, const std::filesystem::path& path) {
@@ -347,6 +349,7 @@ private:
   std::string final_name_;         // of the part in progress
   int fd_ = -1;                    // the part in progress, or -1
   std::uint64_t written_ = 0;      // bytes written to it
+  WritebackPacer writeback_;       // of the part in progress
   std::uint64_t next_n_ = 0;       // the next part number to try
   std::vector<Prepared> prepared_; // closed, fsynced, waiting for their checkpoint
   bool published_any_ = false;

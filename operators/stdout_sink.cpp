@@ -110,6 +110,8 @@ public:
     if (buffer_.empty()) return;
     if (fd_ < 0) start_file();
     if (!write_all(fd_, buffer_)) fail_io("cannot write", dir_ / name_);
+    pending_bytes_ += buffer_.size();
+    writeback_.wrote(fd_, pending_bytes_);
   }
 
   void pre_commit(std::uint64_t checkpoint_id, std::string& out) override {
@@ -235,6 +237,8 @@ private:
     std::memcpy(header, kFileMagic, sizeof kFileMagic);
     header[4] = static_cast<char>(kFileVersion);
     if (!write_all(fd_, std::string_view(header, sizeof header))) fail_io("cannot write", dir_ / name_);
+    pending_bytes_ = sizeof header;
+    writeback_.reset();
   }
 
   // Copies the rest of pending file `name` to stdout, recording progress in its header, then
@@ -301,6 +305,8 @@ private:
   std::string prefix_;             // `stdout-<node>-`
   std::string name_;               // of the pending file in progress
   int fd_ = -1;                    // the pending file in progress, or -1
+  std::uint64_t pending_bytes_ = 0; // its length
+  WritebackPacer writeback_;        // of it
   std::vector<Prepared> prepared_; // fsynced, waiting for their checkpoint, in write order
   std::vector<char> copy_;
 };
