@@ -83,6 +83,19 @@ bool KeyFields::encode_at(std::size_t row, const state::Record& record,
 
 bool KeyFields::append_at(std::size_t row, const state::Record& record,
                           const state::FieldNames& names, std::string& out) {
+  gather_at(row, record);
+  state::append_key(values_, names, out);
+  return succeeded_at(row);
+}
+
+bool KeyFields::append_at(std::size_t row, const state::Record& record,
+                          const state::FieldNames& names, state::ByteScratch& out) {
+  gather_at(row, record);
+  state::append_key(values_, names, out);
+  return succeeded_at(row);
+}
+
+void KeyFields::gather_at(std::size_t row, const state::Record& record) {
   for (std::size_t k = 0; k < output_names_.size(); ++k) {
     if (!expressions_[k]) {
       const state::Value* v = record.find(output_names_[k]);
@@ -91,7 +104,9 @@ bool KeyFields::append_at(std::size_t row, const state::Record& record,
       values_[k] = columns_[k][row];
     }
   }
-  state::append_key(values_, names, out);
+}
+
+bool KeyFields::succeeded_at(std::size_t row) {
   if (!has_expressions_ || !failed_[row]) return true;
   eval_.error = errors_[row];
   return false;

@@ -20,6 +20,7 @@
 #include "pipeline/spec/pipeline_spec.hpp"
 #include "state/arena.hpp"
 #include "state/batch.hpp"
+#include "state/byte_scratch.hpp"
 
 namespace streamctl::operators {
 
@@ -49,6 +50,8 @@ public:
   // operator that keeps a batch's keys in one buffer then copies none of them).
   bool append_at(std::size_t row, const state::Record& record, const state::FieldNames& names,
                  std::string& out);
+  bool append_at(std::size_t row, const state::Record& record, const state::FieldNames& names,
+                 state::ByteScratch& out);
   // Appends the key fields of the record last given to encode() to `builder`; values that
   // an expression made are copied into `out`, the batch the row goes to.
   void append_fields(state::RecordBuilder& builder, state::Batch& out) const;
@@ -60,6 +63,9 @@ public:
 
 private:
   KeyFields() = default;
+  // append_at's two halves: the key's values of a row into values_, and its result.
+  void gather_at(std::size_t row, const state::Record& record);
+  bool succeeded_at(std::size_t row);
 
   std::vector<state::FieldId> output_names_;
   // By entry: nullopt where the entry is a top-level field, read as output_names_[k].

@@ -60,4 +60,14 @@ void PartitionKey::encode_at(std::size_t row, const state::Record& record,
   state::encode_key(std::span<const state::Value>(&values_[row], 1), names, out);
 }
 
+void PartitionKey::encode_at(std::size_t row, const state::Record& record,
+                             const state::FieldNames& names, state::ByteScratch& out) {
+  out.clear();
+  if (fields_) {
+    fields_->append_at(row, record, names, out); // a failed entry is null in it, as encode_at
+    return;
+  }
+  state::append_key(std::span<const state::Value>(&values_[row], 1), names, out);
+}
+
 } // namespace streamctl::operators

@@ -38,6 +38,8 @@ public:
   // encode() of records[row] of the batch last given to prepare(), `record` being that record.
   void encode_at(std::size_t row, const state::Record& record, const state::FieldNames& names,
                  std::string& out);
+  void encode_at(std::size_t row, const state::Record& record, const state::FieldNames& names,
+                 state::ByteScratch& out);
 
   PartitionKey(PartitionKey&&) noexcept = default;
   PartitionKey& operator=(PartitionKey&&) noexcept = default;

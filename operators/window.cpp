@@ -966,9 +966,9 @@ private:
       p.action = Action::Add;
       // Room for a window start before the key, where add() writes it to make the map key.
       const std::size_t room = keys_.size();
-      keys_.resize(room + max_start_bytes);
+      keys_.grow(max_start_bytes);
       if (!key_.append_at(i, record, *ctx_.names, keys_)) {
-        keys_.resize(room);
+        keys_.truncate(room);
         report_bad_record(ctx_, record, key_.error());
         p.action = Action::BadKey;
         continue;
@@ -1297,7 +1297,7 @@ private:
   std::int64_t slide_begin_ = 0;
   bool slide_cached_ = false;
   // scratch: per record to add, max_start_bytes of room for a window start, then its key bytes
-  std::string keys_;
+  state::ByteScratch keys_;
   // The changed windows the last take_changed_entries copied, for defer_key_group_deltas.
   state::DeltaCaptures<DeltaCapture> captures_;
   // The last deferred take, until the next take settles it (see take_changed_entries).

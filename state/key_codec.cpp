@@ -335,32 +335,58 @@ void encode_key(std::span<const Value> key, const FieldNames& names, std::string
   append_key(key, names, out);
 }
 
-void append_key(std::span<const Value> key, const FieldNames& names, std::string& out) {
-  // Keys of scalars (nearly all keys) are written in place: one resize to an upper bound, then
-  // plain stores, which is several times faster than appending piece by piece and matters on
-  // the hot path of every keyed operator and key-partitioned edge.
+namespace {
+
+// Keys of scalars (nearly all keys) are written in place: room for an upper bound, then plain
+// stores, which is several times faster than appending piece by piece and matters on the hot
+// path of every keyed operator and key-partitioned edge. The bound, or 0 when the key holds an
+// array or a map (the general encoder's).
+std::size_t flat_key_bound(std::span<const Value> key) {
   std::size_t bound = 10; // value count
-  bool flat = true;
   for (const Value& v : key) {
-    if (v.kind == Kind::Array || v.kind == Kind::Map) {
-      flat = false;
-      break;
-    }
+    if (v.kind == Kind::Array || v.kind == Kind::Map) return 0;
     bound += 1 + 10 + (v.kind == Kind::String ? v.size : 0); // tag, varint or 8 bytes, bytes
   }
-  if (flat) {
-    const std::size_t at = out.size();
-    out.resize(at + bound);
-    char* p = put_varint(out.data() + at, key.size());
-    for (const Value& v : key)
-      p = put_scalar(p, v);
-    out.resize(static_cast<std::size_t>(p - out.data()));
-    return;
-  }
+  return bound;
+}
+
+char* put_flat_key(std::span<const Value> key, char* p) {
+  p = put_varint(p, key.size());
+  for (const Value& v : key)
+    p = put_scalar(p, v);
+  return p;
+}
+
+void append_general_key(std::span<const Value> key, const FieldNames& names, std::string& out) {
   Encoder e(names, out);
   e.varint(key.size());
   for (const Value& v : key)
     e.value(v, 0);
+}
+
+} // namespace
+
+void append_key(std::span<const Value> key, const FieldNames& names, std::string& out) {
+  if (const std::size_t bound = flat_key_bound(key); bound != 0) {
+    const std::size_t at = out.size();
+    out.resize(at + bound);
+    char* p = put_flat_key(key, out.data() + at);
+    out.resize(static_cast<std::size_t>(p - out.data()));
+    return;
+  }
+  append_general_key(key, names, out);
+}
+
+void append_key(std::span<const Value> key, const FieldNames& names, ByteScratch& out) {
+  if (const std::size_t bound = flat_key_bound(key); bound != 0) {
+    char* p = put_flat_key(key, out.grow(bound));
+    out.truncate(static_cast<std::size_t>(p - out.data()));
+    return;
+  }
+  thread_local std::string general;
+  general.clear();
+  append_general_key(key, names, general);
+  std::memcpy(out.grow(general.size()), general.data(), general.size());
 }
 
 Result<std::vector<Value>> decode_key(std::string_view bytes, FieldNames& names, Arena& arena) {

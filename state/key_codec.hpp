@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "state/arena.hpp"
+#include "state/byte_scratch.hpp"
 #include "state/error.hpp"
 #include "state/field_names.hpp"
 #include "state/value.hpp"
@@ -61,6 +62,8 @@ void encode_key(std::span<const Value> key, const FieldNames& names, std::string
 // encode_key() that appends the encoding to `out`, keeping what it holds: a batch's keys can be
 // written one after another into one buffer without a copy each.
 void append_key(std::span<const Value> key, const FieldNames& names, std::string& out);
+// The same bytes appended to a ByteScratch (no zero-filling of the bound it writes into).
+void append_key(std::span<const Value> key, const FieldNames& names, ByteScratch& out);
 
 // Decodes key bytes back into values, e.g. to put the key fields into an output record.
 // Strings, arrays and maps are copied into `arena` (the result does not point into `bytes`);

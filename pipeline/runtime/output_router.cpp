@@ -83,7 +83,7 @@ void OutputRouter::route_by_key(Edge& edge, const state::Batch& batch) {
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const state::Record& record = batch[i];
     edge.key->encode_at(i, record, names_, key_bytes_);
-    const std::uint64_t hash = state::hash_key_bytes(key_bytes_);
+    const std::uint64_t hash = state::hash_key_bytes(key_bytes_.view());
     // hash % max_parallelism (key_group_of), without a 64-bit division for the usual power of two.
     const auto group = edge.group_mask != 0 ? static_cast<std::uint32_t>(hash & edge.group_mask)
                                             : state::key_group_of(hash, edge.max_parallelism);

@@ -20,6 +20,7 @@
 #include "pipeline/spec/plan.hpp"
 #include "state/batch.hpp"
 #include "state/batch_codec.hpp"
+#include "state/byte_scratch.hpp"
 #include "transport/data_channel.hpp"
 #include "transport/frame.hpp"
 #include "transport/message_pool.hpp"
@@ -125,7 +126,7 @@ private:
   state::BatchEncoder encoder_;
   transport::MessagePool pool_; // the memory of data messages, reused once sent
   std::string buffer_; // control frames (watermark, barrier, end of input)
-  std::string key_bytes_;
+  state::ByteScratch key_bytes_;
   std::int64_t watermark_sent_ = INT64_MIN;
   std::uint64_t records_sent_ = 0;
   std::uint64_t batches_sent_ = 0;

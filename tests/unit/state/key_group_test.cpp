@@ -390,11 +390,20 @@ TEST_CASE("append_key appends encode_key's bytes", "[state][key_group]") {
   };
   std::string appended = "prefix";
   std::string expected = "prefix";
-  for (const auto& key : keys) {
-    std::string one;
-    encode_key(key, names, one);
-    expected += one;
-    append_key(key, names, appended);
-    CHECK(hex(appended) == hex(expected));
+  // The ByteScratch overload too, through enough keys that its buffer moves as it grows.
+  ByteScratch scratch;
+  std::memcpy(scratch.grow(6), "prefix", 6);
+  for (int round = 0; round < 20; ++round) {
+    for (const auto& key : keys) {
+      std::string one;
+      encode_key(key, names, one);
+      expected += one;
+      append_key(key, names, appended);
+      append_key(key, names, scratch);
+      REQUIRE(hex(appended) == hex(expected));
+      REQUIRE(hex(std::string(scratch.view())) == hex(expected));
+    }
   }
+  scratch.truncate(6);
+  CHECK(scratch.view() == "prefix");
 }
