@@ -52,8 +52,7 @@ pipeline::WorkerLimits default_worker_limits() {
 
 std::size_t workers_running(const std::filesystem::path& state_dir) {
   std::size_t count = 0;
-  for (const auto& job : list_jobs(state_dir, false)) {
-    if (job.state != "running" && job.state != "restarting") continue;
+  for (const auto& job : list_live_jobs(state_dir)) {
     for (const auto& task : job.tasks)
       if (process_alive(task.pid)) ++count;
   }

@@ -55,6 +55,13 @@ bool wait_for_exit(long pid, std::chrono::milliseconds timeout);
 // of running jobs: reading each ended job's operators.json there only slowed its start).
 std::vector<JobEntry> list_jobs(const std::filesystem::path& state_dir, bool final_reports = true);
 
+// The jobs of the state dir that run now (state running or restarting, coordinator alive),
+// without their final reports. Every `run` counts their workers against the host's limit, and
+// a state dir keeps every job a cron entry ever ran: a job.json that does not hold the words
+// "running" or "restarting" anywhere is not parsed (parsing all of 595 job.json files was 7%
+// of a 0.9 CPU s job at parallelism 2).
+std::vector<JobEntry> list_live_jobs(const std::filesystem::path& state_dir);
+
 // The job named by `job`: an id, or a job name: the running (or restarting) job of that name,
 // else the newest job of that name. Throws Error(Usage) when no job has it, or when several
 // running jobs do (naming their ids).
