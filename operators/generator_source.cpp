@@ -11,6 +11,7 @@
 #include "operators/splitmix.hpp"
 #include "pipeline/spec/units.hpp"
 #include "state/error.hpp"
+#include "state/json_writer.hpp"
 
 namespace streamctl::operators {
 
@@ -272,7 +273,7 @@ private:
     const std::size_t size = prefix.size() + decimal_digits(k);
     char* p = static_cast<char*>(out.arena().allocate(size, 1));
     std::memcpy(p, prefix.data(), prefix.size());
-    std::to_chars(p + prefix.size(), p + size, k);
+    state::write_int(static_cast<std::int64_t>(k), p + prefix.size()); // k < 2^63: a count of users or pages
     return {p, size};
   }
   static std::size_t decimal_digits(std::uint64_t k) {

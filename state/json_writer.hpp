@@ -55,7 +55,8 @@ private:
   std::vector<char> scratch_;     // one flat record's text, before it is appended
 };
 
-// std::to_chars's text of an int (at most 20 bytes) at p; returns its end. Exposed for tests.
+// std::to_chars's text of an int at p, exactly its bytes (at most 20) and nothing past them;
+// returns its end. Also for generators that size the text first.
 char* write_int(std::int64_t v, char* p);
 
 // Canonical text: object keys sorted (by bytes), numbers normalised so that values that
