@@ -4,7 +4,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -12,24 +11,13 @@
 #include <unistd.h>
 
 #include "pipeline/runtime/job_directory.hpp"
+#include "unit/temp_dir.hpp"
 
 using namespace streamctl;
+using streamctl::testing::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "job-directory-test-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 void write_job(const fs::path& state, const std::string& id, const std::string& json) {
   fs::create_directories(state / "jobs" / id);
