@@ -191,14 +191,23 @@ void append_canonical(const Value& v, const FieldNames& names, std::string& out)
 
 } // namespace
 
+namespace {
+
+// A string with nothing to escape, between quotes.
+void append_quoted(std::string_view s, std::string& out) {
+  out += '"';
+  out.append(s);
+  out += '"';
+}
+
+} // namespace
+
 void append_json_string(std::string_view s, std::string& out) {
   const char* run = s.data();
   const char* end = s.data() + s.size();
   const char* first = find_json_special(run, end);
   if (first == end) { // the common case: ASCII with nothing to escape, copied at once
-    out += '"';
-    out.append(s);
-    out += '"';
+    append_quoted(s, out);
     return;
   }
   out += '"';
@@ -239,13 +248,10 @@ void append_json_value(const Value& v, const FieldNames& names, std::string& out
   case Kind::Int: append_int(v.i, out); return;
   case Kind::Float: append_float(v.f, out); return;
   case Kind::String:
-    if (v.is_json_plain()) {
-      out += '"';
-      out.append(v.str());
-      out += '"';
-    } else {
+    if (v.is_json_plain())
+      append_quoted(v.str(), out);
+    else
       append_json_string(v.str(), out);
-    }
     return;
   case Kind::Array:
     out += '[';

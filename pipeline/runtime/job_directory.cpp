@@ -99,6 +99,12 @@ std::optional<JobEntry> read_job(const std::filesystem::path& dir, bool final_re
   return parse_job(dir, *content, final_report);
 }
 
+void sort_oldest_first(std::vector<JobEntry>& jobs) {
+  std::sort(jobs.begin(), jobs.end(), [](const JobEntry& a, const JobEntry& b) {
+    return a.started != b.started ? a.started < b.started : a.id < b.id;
+  });
+}
+
 } // namespace
 
 bool process_alive(long pid) {
@@ -133,9 +139,7 @@ std::vector<JobEntry> list_live_jobs(const std::filesystem::path& state_dir) {
     std::optional<JobEntry> job = parse_job(dir.path(), *content, false);
     if (job && (job->state == "running" || job->state == "restarting")) jobs.push_back(std::move(*job));
   }
-  std::sort(jobs.begin(), jobs.end(), [](const JobEntry& a, const JobEntry& b) {
-    return a.started != b.started ? a.started < b.started : a.id < b.id;
-  });
+  sort_oldest_first(jobs);
   return jobs;
 }
 
@@ -144,9 +148,7 @@ std::vector<JobEntry> list_jobs(const std::filesystem::path& state_dir, bool fin
   std::error_code ec;
   for (const auto& dir : std::filesystem::directory_iterator(state_dir / "jobs", ec))
     if (auto job = read_job(dir.path(), final_reports)) jobs.push_back(std::move(*job));
-  std::sort(jobs.begin(), jobs.end(), [](const JobEntry& a, const JobEntry& b) {
-    return a.started != b.started ? a.started < b.started : a.id < b.id;
-  });
+  sort_oldest_first(jobs);
   return jobs;
 }
 

@@ -57,16 +57,10 @@ run_reference "$WORK/reference.toml" "$WORK/expected" 60000
 
 # kill -9 a random worker every 0.3-0.8 s while the job runs.
 pipeline chaos "$WORK/got" >"$WORK/chaos.toml"
-"$STREAMCTL" -v run "$WORK/chaos.toml" 2>"$WORK/chaos.log" &
-pid=$!
-wait_for_text "$WORK/chaos.log" "records flowing"
-kill_workers_while $pid 8
-kills=$KILLS
-set +e; wait $pid; code=$?; set -e
-restarts=$(grep -c "restarting the job" "$WORK/chaos.log" || true)
-echo "killed $kills worker(s); the job restarted $restarts time(s)"
-assert_eq 0 "$code" "exit code of a job that survived its failures ($(tail -3 "$WORK/chaos.log"))"
-[[ $restarts -ge 2 ]] || fail "only $restarts restart(s): the kills did not land"
+run_with_kills "$WORK/chaos.toml" "$WORK/chaos.log" 8
+echo "killed $KILLS worker(s); the job restarted $RESTARTS time(s)"
+assert_eq 0 "$CODE" "exit code of a job that survived its failures ($(tail -3 "$WORK/chaos.log"))"
+[[ $RESTARTS -ge 2 ]] || fail "only $RESTARTS restart(s): the kills did not land"
 grep -q "from $WORK/ck/chaos/chk-" "$WORK/chaos.log" || fail "no restart was from a checkpoint"
 assert_same_output "$WORK/got" "the output after failures differs from the output without them"
 assert_no_processes_left

@@ -63,17 +63,10 @@ assert_same_output "$WORK/whole" "the source that makes every event gave other o
 # kill -9: one worker at once (before any checkpoint) with probability 1/2, then a random
 # worker every 0.3-0.8 s.
 pipeline chaos "$WORK/got" >"$WORK/chaos.toml"
-"$STREAMCTL" -v run "$WORK/chaos.toml" 2>"$WORK/chaos.log" &
-pid=$!
-wait_for_text "$WORK/chaos.log" "records flowing"
-early=0
-if ((RANDOM % 2 == 0)) && kill_worker; then early=1; fi
-kill_workers_while $pid 6
-set +e; wait $pid; code=$?; set -e
-restarts=$(grep -c "restarting the job" "$WORK/chaos.log" || true)
-echo "killed $((KILLS + early)) worker(s) ($early before the first checkpoint); $restarts restart(s)"
-assert_eq 0 "$code" "exit code of a job that survived its failures ($(tail -3 "$WORK/chaos.log"))"
-[[ $restarts -ge 1 ]] || fail "no restart: the kills did not land"
+run_with_kills "$WORK/chaos.toml" "$WORK/chaos.log" 6 early
+echo "killed $KILLS worker(s) ($EARLY_KILLS before the first checkpoint); $RESTARTS restart(s)"
+assert_eq 0 "$CODE" "exit code of a job that survived its failures ($(tail -3 "$WORK/chaos.log"))"
+[[ $RESTARTS -ge 1 ]] || fail "no restart: the kills did not land"
 assert_same_output "$WORK/got" "the output after failures differs from the output without them"
 verify_checkpoints "$WORK/ck/chaos"
 assert_no_processes_left

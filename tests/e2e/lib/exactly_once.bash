@@ -44,3 +44,20 @@ verify_checkpoints() {
     run_expect 0 "$STREAMCTL" snapshot verify "$chk"
   done
 }
+
+# run_with_kills TOML LOG MAX [early]: runs the job (-v, its log in LOG) in the background and,
+# once records flow, kills workers with kill_workers_while, MAX times at most; with `early`,
+# first one worker at once (before any checkpoint) on half the draws. Waits for the job and
+# leaves its exit code in CODE, its restarts in RESTARTS, the kills in KILLS (the early one
+# included) and EARLY_KILLS (0 or 1).
+run_with_kills() {
+  "$STREAMCTL" -v run "$1" 2>"$2" &
+  local pid=$!
+  wait_for_text "$2" "records flowing"
+  EARLY_KILLS=0
+  if [[ ${4:-} == early ]] && ((RANDOM % 2 == 0)) && kill_worker; then EARLY_KILLS=1; fi
+  kill_workers_while $pid "$3"
+  KILLS=$((KILLS + EARLY_KILLS))
+  set +e; wait $pid; CODE=$?; set -e
+  RESTARTS=$(grep -c "restarting the job" "$2" || true)
+}
