@@ -675,6 +675,10 @@ public:
   void apply(std::byte* slot, const Value& arg) const override {
     if (arg.is_number()) add_number(slot_as<SumSlot>(slot), arg);
   }
+  bool check_merge(const std::byte* into, const std::byte* from, std::string& error) const override {
+    const auto& f = slot_as<SumSlot>(from);
+    return f.state != NumberState::Int || check(into, Value::integer(f.i), error);
+  }
   void merge(std::byte* into, const std::byte* from) const override {
     const auto& f = slot_as<SumSlot>(from);
     if (f.state == NumberState::Empty) return;
@@ -871,6 +875,9 @@ public:
     if (arg.is_null()) return;
     auto& s = slot_as<OwnedValue>(slot);
     if (replaces(arg, s)) owned_set(s, arg);
+  }
+  bool check_merge(const std::byte* into, const std::byte* from, std::string& error) const override {
+    return check(into, owned_view(slot_as<OwnedValue>(from)), error);
   }
   void merge(std::byte* into, const std::byte* from) const override {
     const auto& f = slot_as<OwnedValue>(from);

@@ -102,6 +102,14 @@ public:
   // Merges `from` into `into` (session windows merge; both slots stay valid, `from` unchanged;
   // the caller destroys it). `from` counts as having arrived after `into` (for first/last).
   virtual void merge(std::byte* into, const std::byte* from) const = 0;
+  // Whether merge(into, from) keeps everything `from` holds: false, with `error` saying why as
+  // check() would for a record, where merge would resolve a conflict quietly (an int sum that
+  // overflows; min/max of numbers and strings). A window merging what was combined before the
+  // key exchange (window_combiner.hpp) reports such a merge rather than lose part of it.
+  virtual bool check_merge(const std::byte* /*into*/, const std::byte* /*from*/,
+                           std::string& /*error*/) const {
+    return true;
+  }
   // The current result; strings, arrays and maps are copied into out's arena.
   virtual state::Value result(const std::byte* slot, state::Batch& out) const = 0;
 

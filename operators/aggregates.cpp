@@ -363,6 +363,28 @@ void Aggregates::merge(std::byte* into, const std::byte* from) const {
     functions_[k]->merge(into + offsets_[k], from + offsets_[k]);
 }
 
+bool Aggregates::merge_serialized(std::byte* into, std::string_view bytes, std::string& error) const {
+  if (!decoded_)
+    decoded_ = std::unique_ptr<std::byte, AlignedFree>(
+        static_cast<std::byte*>(::operator new(bytes_ == 0 ? 1 : bytes_, std::align_val_t(align_))),
+        AlignedFree{align_});
+  std::byte* from = decoded_.get();
+  init(from);
+  bool ok = true;
+  if (auto read = deserialize(from, bytes); !read) {
+    error = "combined aggregate state: " + read.error();
+    ok = false;
+  } else if (!bytes.empty()) {
+    error = "combined aggregate state: " + std::to_string(bytes.size()) + " bytes after its end";
+    ok = false;
+  }
+  for (std::size_t k = 0; ok && k < functions_.size(); ++k)
+    ok = functions_[k]->check_merge(into + offsets_[k], from + offsets_[k], error);
+  if (ok) merge(into, from);
+  destroy(from);
+  return ok;
+}
+
 void Aggregates::emit(const std::byte* block, state::RecordBuilder& builder,
                       state::Batch& out) const {
   for (std::size_t k = 0; k < functions_.size(); ++k)

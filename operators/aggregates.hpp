@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -89,6 +90,11 @@ public:
   // Merges `from` into `into` function by function; `from` stays valid (the caller destroys
   // it) and counts as the later of the two (first/last).
   void merge(std::byte* into, const std::byte* from) const;
+  // Merges a block given in its binary form (serialize()) into `into`, as merge() would: what
+  // a window gets from a sender that combined records before the key exchange
+  // (window_combiner.hpp). False, with `into` unchanged and `error` saying why, when `bytes`
+  // are not such a block (with nothing after it) or a function's check_merge() refuses.
+  bool merge_serialized(std::byte* into, std::string_view bytes, std::string& error) const;
   // Appends name = result for every aggregate, in order; strings, arrays and maps go into
   // out's arena.
   void emit(const std::byte* block, state::RecordBuilder& builder, state::Batch& out) const;
@@ -119,6 +125,12 @@ private:
   std::size_t bytes_ = 0;
   std::size_t align_ = 1;
   mutable std::vector<state::Value> args_; // scratch: each function's evaluated argument
+  // Scratch for merge_serialized(): one block, aligned to align_, allocated on first use.
+  struct AlignedFree {
+    std::size_t align;
+    void operator()(std::byte* p) const { ::operator delete(p, std::align_val_t(align)); }
+  };
+  mutable std::unique_ptr<std::byte, AlignedFree> decoded_{nullptr, AlignedFree{1}};
   bool has_arguments_ = false;
   bool counts_only_ = false; // every function is count(): add_at() takes a fast path
   // Of the batch given to prepare(): [function][row] arguments of the functions that

@@ -14,6 +14,7 @@
 #include "operators/keyed_delta_load.hpp"
 #include "operators/session_windows.hpp"
 #include "operators/toml_order.hpp"
+#include "operators/window_combiner.hpp"
 #include "state/changed_entries.hpp"
 #include "state/changed_groups.hpp"
 #include "state/delta_captures.hpp"
@@ -129,7 +130,9 @@ bool decode_scalar_key(std::string_view bytes, state::Arena& arena,
 WindowOperatorBase::WindowOperatorBase(WindowSettings settings)
     : key_(std::move(settings.key)), key_names_(std::move(settings.key_names)),
       aggregates_(std::move(settings.aggregates)), window_(settings.window),
-      window_start_(settings.window_start), window_end_(settings.window_end) {}
+      window_start_(settings.window_start), window_end_(settings.window_end),
+      combinable_(settings.combinable), partial_key_(settings.partial_key),
+      partial_state_(settings.partial_state) {}
 
 void WindowOperatorBase::begin_batch(std::int64_t now) {
   eval_arena_.reset();
@@ -140,6 +143,14 @@ void WindowOperatorBase::begin_batch(std::int64_t now) {
 void WindowOperatorBase::emit_row(std::string_view key_bytes, std::int64_t start, std::int64_t end,
                                   const std::byte* block, std::int64_t timestamp,
                                   state::Batch& out) {
+  begin_row(key_bytes, start, end, out);
+  aggregates_.emit(block, builder_, out);
+  builder_.set_timestamp(timestamp);
+  builder_.finish(out);
+}
+
+void WindowOperatorBase::begin_row(std::string_view key_bytes, std::int64_t start, std::int64_t end,
+                                   state::Batch& out) {
   builder_.reset();
   if (!decode_scalar_key(key_bytes, out.arena(), key_values_)) {
     // The bytes come from encode_key, so decoding them cannot fail; nulls keep the row whole
@@ -151,9 +162,30 @@ void WindowOperatorBase::emit_row(std::string_view key_bytes, std::int64_t start
     builder_.append(key_names_[k], k < key_values_.size() ? key_values_[k] : state::Value::null());
   builder_.append(window_start_, state::Value::integer(start));
   builder_.append(window_end_, state::Value::integer(end));
-  aggregates_.emit(block, builder_, out);
-  builder_.set_timestamp(timestamp);
-  builder_.finish(out);
+}
+
+bool WindowOperatorBase::partial_of(const state::Record& record, std::string_view& key,
+                                    std::string_view& block) const {
+  if (!combinable_ || record.size != 2 || record.fields[0].name != partial_key_ ||
+      record.fields[1].name != partial_state_ || record.fields[0].value.kind != state::Kind::String ||
+      record.fields[1].value.kind != state::Kind::String)
+    return false;
+  key = record.fields[0].value.str();
+  block = record.fields[1].value.str();
+  return true;
+}
+
+void WindowOperatorBase::bad_partial(std::string_view key_bytes, std::int64_t pane_start,
+                                     std::string_view reason) {
+  // The partial's own fields are bytes: what a person reads is its key and its pane.
+  state::Batch row;
+  begin_row(key_bytes, pane_start, pane_start + window_.slide, row);
+  builder_.set_timestamp(pane_start);
+  builder_.finish(row);
+  report_bad_record(ctx_, row[0],
+                    std::string(reason) +
+                        " (records of this key and pane, combined before the key exchange; "
+                        "`combine = false` reports each record)");
 }
 
 void WindowOperatorBase::late_record(const state::Batch& in, const state::Record& record,
@@ -300,6 +332,7 @@ public:
     begin_batch(now);
     plan(in, now);
     aggregates_.prepare(std::span<const state::Record>(in.begin(), in.end()), eval_);
+    batch_ = &in;
     bool retained = false;
     for (std::size_t i = 0; i < in.size(); ++i) {
       // The map slots of a record a few ahead start loading while this one is handled.
@@ -311,7 +344,13 @@ public:
         continue;
       }
       if (p.action == Action::Late) {
-        late_record(in, record, retained);
+        // A partial is sent before its windows fire (window_combiner.hpp): this cannot happen
+        // unless a sender broke that promise, and then it is not a record to pass on.
+        if (p.partial)
+          bad_partial(pending_key(p), p.t, "late partial aggregate: the watermark " + std::to_string(watermark_) +
+                                                " passed every window it belongs to");
+        else
+          late_record(in, record, retained);
         continue;
       }
       if (p.action == Action::BadKey) continue; // reported by plan()
@@ -322,7 +361,10 @@ public:
         const std::int64_t end = start + window_.size;
         if (end + lateness <= watermark) break; // this one and every earlier one are late
         if (!add(p, i, start, end, out)) {
-          report_bad_record(ctx_, record, eval_.error);
+          if (p.partial)
+            bad_partial(pending_key(p), p.t, eval_.error);
+          else
+            report_bad_record(ctx_, record, eval_.error);
           break;
         }
       }
@@ -904,7 +946,9 @@ private:
     std::uint32_t key_size;
     Action action;
     bool event;
+    bool partial; // a partial aggregate (window_combiner.hpp), not a record
   };
+  std::string_view pending_key(const Pending& p) const { return {keys_.data() + p.key_begin, p.key_size}; }
 
   Domain& domain(bool event) { return domains_[event ? event_domain : processing_domain]; }
 
@@ -959,15 +1003,20 @@ private:
         p.action = Action::OutOfRange;
         continue;
       }
+      std::string_view partial_key, partial_block;
+      p.partial = p.event && partial_of(record, partial_key, partial_block);
       if (p.event && p.last_start + window_.size + window_.allowed_lateness <= watermark_) {
         p.action = Action::Late; // even for its latest window
-        continue;
+        if (!p.partial) continue;
+      } else {
+        p.action = Action::Add;
       }
-      p.action = Action::Add;
       // Room for a window start before the key, where add() writes it to make the map key.
       const std::size_t room = keys_.size();
       keys_.grow(max_start_bytes);
-      if (!key_.append_at(i, record, *ctx_.names, keys_)) {
+      if (p.partial) {
+        std::memcpy(keys_.grow(partial_key.size()), partial_key.data(), partial_key.size());
+      } else if (!key_.append_at(i, record, *ctx_.names, keys_)) {
         keys_.truncate(room);
         report_bad_record(ctx_, record, key_.error());
         p.action = Action::BadKey;
@@ -979,6 +1028,11 @@ private:
       p.group = group_of_(p.hash);
       freezer_.thaw(p.group); // add() changes it (deferred snapshots)
       p.slot_hash = window_hash(p.group, p.hash, p.last_start);
+      if (p.action == Action::Late) continue; // a partial, reported by process() with its key
+      if (p.partial && !range_.contains(p.group)) {
+        bad_partial(partial_key, p.t, "partial aggregate of a key this subtask does not own");
+        p.action = Action::BadKey;
+      }
     }
   }
 
@@ -1039,7 +1093,8 @@ private:
       std::tie(cell, inserted) = d.windows->try_emplace(map_key, h);
     }
     std::byte* block = inserted ? create_block(*cell) : block_of(*cell);
-    if (!aggregates_.add_at(block, row, eval_)) {
+    const bool added = p.partial ? merge_partial(block, row) : aggregates_.add_at(block, row, eval_);
+    if (!added) {
       if (inserted) {
         destroy_block(*cell);
         d.windows->erase(map_key, h);
@@ -1056,6 +1111,12 @@ private:
     if (inserted) schedule(d, true, p.group, fired ? end + window_.allowed_lateness : end, end);
     if (fired) emit_row(key, start, end, block, row_timestamp(end), out);
     return true;
+  }
+
+  // Merges the partial aggregate at `row` of the batch in process() into `block`; false with
+  // eval_.error set when it cannot (Aggregates::merge_serialized).
+  bool merge_partial(std::byte* block, std::size_t row) {
+    return aggregates_.merge_serialized(block, (*batch_)[row].fields[1].value.str(), eval_.error);
   }
 
   // The timer of `group` at `time` for the windows that end at `end` went off.
@@ -1292,6 +1353,7 @@ private:
   state::ChangedEntries entries_; // the same, entry by entry
   std::string entry_key_;          // scratch: a tracked entry's key
   std::vector<Pending> pending_; // scratch, per batch
+  const state::Batch* batch_ = nullptr; // the batch in process(), for merge_partial
   // last_aligned_start(): the slide [slide_begin_, slide_begin_ + slide) of the time before,
   // when slide_cached_.
   std::int64_t slide_begin_ = 0;
@@ -1382,21 +1444,19 @@ pipeline::NodeTypeSchema window_schema() {
                     "a name other nodes read late records from"},
       }};
   schema.read_fields = window_reads;
+  schema.combinable = window_combinable;
   return schema;
 }
 
-std::unique_ptr<Operator> make_window(const pipeline::PipelineSpec& spec,
-                                      const pipeline::NodeSpec& node, state::FieldNames& names) {
-  WindowSpec window = WindowSpec::from_node(spec, node);
-
+Aggregates window_aggregates(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
+                             state::FieldNames& names) {
   std::vector<std::pair<std::string, std::string>> entries;
   const auto ordered = in_file_order(node.config["aggregates"].as_table());
   entries.reserve(ordered.size());
   for (const auto& [name, value] : ordered)
     entries.emplace_back(name, value->value_or(std::string()));
-  std::optional<Aggregates> aggregates;
   try {
-    aggregates.emplace(Aggregates::compile(entries, names));
+    return Aggregates::compile(entries, names);
   } catch (const AggregateError& e) {
     // Point at the entry's own string when the file has it.
     std::string where = pipeline::position_of(spec, node, "aggregates");
@@ -1412,6 +1472,12 @@ std::unique_ptr<Operator> make_window(const pipeline::PipelineSpec& spec,
   } catch (const Error& e) { // an empty output name
     usage_error(spec, node, "aggregates", e.what());
   }
+}
+
+std::unique_ptr<Operator> make_window(const pipeline::PipelineSpec& spec,
+                                      const pipeline::NodeSpec& node, state::FieldNames& names) {
+  WindowSpec window = WindowSpec::from_node(spec, node);
+  std::optional<Aggregates> aggregates(window_aggregates(spec, node, names));
 
   KeyFields key = KeyFields::from_node(spec, node, names);
   std::vector<state::FieldId> key_names = key.output_names();
@@ -1420,7 +1486,10 @@ std::unique_ptr<Operator> make_window(const pipeline::PipelineSpec& spec,
                           std::move(*aggregates),
                           window,
                           names.intern("window_start"),
-                          names.intern("window_end")};
+                          names.intern("window_end"),
+                          window_combinable(spec, node),
+                          names.intern(kPartialKeyField),
+                          names.intern(kPartialStateField)};
   // Output rows are key fields, window_start, window_end, aggregates: one name each.
   for (state::FieldId id : settings.key_names)
     if (id == settings.window_start || id == settings.window_end)
@@ -1433,7 +1502,7 @@ std::unique_ptr<Operator> make_window(const pipeline::PipelineSpec& spec,
     if (clash)
       usage_error(
           spec, node, "aggregates",
-          "aggregate '" + entries[k].first +
+          "aggregate '" + std::string(names.name(id)) +
               "' has the name of a field every row has already (a key field, window_start or "
               "window_end)");
   }

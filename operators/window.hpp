@@ -40,6 +40,10 @@ pipeline::NodeTypeSchema window_schema();
 std::unique_ptr<Operator> make_window(const pipeline::PipelineSpec&, const pipeline::NodeSpec&,
                                       state::FieldNames&);
 
+// The node's `aggregates` table, compiled. Throws Error(Usage) at the entry's position.
+Aggregates window_aggregates(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
+                             state::FieldNames& names);
+
 // A window node's compiled settings.
 struct WindowSettings {
   KeyFields key;
@@ -48,6 +52,11 @@ struct WindowSettings {
   WindowSpec window;
   state::FieldId window_start;
   state::FieldId window_end;
+  // Senders may combine records into partial aggregates (window_combiner.hpp), which come as
+  // records of these two fields.
+  bool combinable = false;
+  state::FieldId partial_key = 0;
+  state::FieldId partial_state = 0;
 };
 
 // What the aligned (tumbling, sliding) and session implementations share: the settings, the
@@ -71,6 +80,14 @@ protected:
     if (out.size() >= fired_chunk_rows && ctx_.pass_on_fired) ctx_.pass_on_fired(out);
   }
   static constexpr std::size_t fired_chunk_rows = 4096;
+
+  // The key fields, window_start and window_end of a row, begun in builder_.
+  void begin_row(std::string_view key_bytes, std::int64_t start, std::int64_t end, state::Batch& out);
+  // Whether `record` is a partial aggregate from a sender that combines (window_combiner.hpp),
+  // and then its key bytes and its block's binary form.
+  bool partial_of(const state::Record& record, std::string_view& key, std::string_view& block) const;
+  // A partial that cannot be merged: a bad record showing its key and pane.
+  void bad_partial(std::string_view key_bytes, std::int64_t pane_start, std::string_view reason);
 
   // A record late for every window it belongs to: to the late output, else a bad record.
   // `retained` tracks whether the late output already retains `in`'s memory.
@@ -105,6 +122,9 @@ protected:
   state::Arena eval_arena_{4096}; // strings expressions make while adding; reset per batch
   state::RecordBuilder builder_;
   std::vector<state::Value> key_values_; // scratch: a key decoded for a row
+  bool combinable_;
+  state::FieldId partial_key_;
+  state::FieldId partial_state_;
 };
 
 } // namespace streamctl::operators

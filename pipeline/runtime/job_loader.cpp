@@ -1,6 +1,7 @@
 #include "pipeline/runtime/job_loader.hpp"
 
 #include "operators/record_error_policy.hpp"
+#include "pipeline/spec/combining.hpp"
 #include "pipeline/spec/expression.hpp"
 #include "pipeline/spec/projection.hpp"
 #include "state/error.hpp"
@@ -46,6 +47,7 @@ LoadedJob finish_loading(pipeline::LoadResult result, const operators::Registry&
   pipeline::PipelineSpec& spec = *result.spec;
   if (from_stdin) refuse_stdin_sources(spec);
   pipeline::plan_projection(spec, catalog_of(registry));
+  pipeline::plan_combining(spec, catalog_of(registry));
 
   std::string problems;
   for (const auto& node : spec.nodes) {

@@ -25,9 +25,19 @@ OutputRouter::OutputRouter(zmq::context_t& context, const pipeline::PipelineSpec
       edge.max_parallelism = static_cast<std::uint32_t>(spec.max_parallelism);
       if (std::has_single_bit(edge.max_parallelism)) edge.group_mask = edge.max_parallelism - 1;
     }
+    if (e->partition == pipeline::Partition::Key && spec.combines_into(e->to_node))
+      edge.combiner = operators::WindowCombiner::for_node(spec, spec.nodes[e->to_node], names);
     std::shared_ptr<const std::vector<bool>> keep;
-    if (auto reads = spec.fields_read(e->to_node, static_cast<std::size_t>(e->input_index)); !reads.all)
-      keep = std::make_shared<std::vector<bool>>(pipeline::field_mask(reads, names));
+    if (auto reads = spec.fields_read(e->to_node, static_cast<std::size_t>(e->input_index)); !reads.all) {
+      auto mask = pipeline::field_mask(reads, names);
+      if (edge.combiner) // partials are made of fields of their own
+        for (std::string_view name : {operators::kPartialKeyField, operators::kPartialStateField}) {
+          const state::FieldId id = names.intern(name);
+          if (id >= mask.size()) mask.resize(id + 1, false);
+          mask[id] = true;
+        }
+      keep = std::make_shared<std::vector<bool>>(std::move(mask));
+    }
     int downstream = plan.chains[static_cast<std::size_t>(e->to_chain)].parallelism;
     for (int d = 0; d < downstream; ++d) {
       if (!e->connects(task.subtask, d)) continue;
@@ -64,7 +74,12 @@ void OutputRouter::emit(const state::Batch& batch, int port) {
     case pipeline::Partition::Rebalance:
       append(edge.channels[edge.cursor++ % edge.channels.size()], batch);
       break;
-    case pipeline::Partition::Key: route_by_key(edge, batch); break;
+    case pipeline::Partition::Key:
+      if (edge.combiner && !idle_)
+        combine(edge, batch);
+      else
+        route_by_key(edge, batch);
+      break;
     }
   }
 }
@@ -72,7 +87,13 @@ void OutputRouter::emit(const state::Batch& batch, int port) {
 void OutputRouter::append(Channel& channel, const state::Batch& batch) {
   if (channel.pending.empty() && !channel.watermark_due) channel.first_pending = Clock::now();
   channel.pending.retain_memory_of(batch);
-  for (const auto& record : batch) channel.pending.add_shared(record);
+  for (const auto& record : batch) {
+    if (behind_due_watermark(channel, record)) {
+      flush(channel);
+      channel.pending.retain_memory_of(batch);
+    }
+    channel.pending.add_shared(record);
+  }
   if (channel.pending.size() >= message_records_) flush(channel);
 }
 
@@ -80,25 +101,62 @@ void OutputRouter::append(Channel& channel, const state::Batch& batch) {
 void OutputRouter::route_by_key(Edge& edge, const state::Batch& batch) {
   for (auto& channel : edge.channels) channel.retained_this_batch = false;
   edge.key->prepare(std::span<const state::Record>(batch.begin(), batch.end()));
-  for (std::size_t i = 0; i < batch.size(); ++i) {
-    const state::Record& record = batch[i];
-    edge.key->encode_at(i, record, names_, key_bytes_);
-    const std::uint64_t hash = state::hash_key_bytes(key_bytes_.view());
-    // hash % max_parallelism (key_group_of), without a 64-bit division for the usual power of two.
-    const auto group = edge.group_mask != 0 ? static_cast<std::uint32_t>(hash & edge.group_mask)
-                                            : state::key_group_of(hash, edge.max_parallelism);
-    Channel& channel = edge.channels[edge.channel_of_group[group]];
-    if (!channel.retained_this_batch) {
-      if (channel.pending.empty() && !channel.watermark_due) channel.first_pending = Clock::now();
-      channel.pending.retain_memory_of(batch);
-      channel.retained_this_batch = true;
-    }
-    channel.pending.add_shared(record);
-    if (channel.pending.size() >= message_records_) {
-      flush(channel);
-      channel.retained_this_batch = false;
-    }
+  for (std::size_t i = 0; i < batch.size(); ++i) route_keyed(edge, batch, i);
+}
+
+void OutputRouter::route_keyed(Edge& edge, const state::Batch& batch, std::size_t row) {
+  edge.key->encode_at(row, batch[row], names_, key_bytes_);
+  route_hashed(edge, batch, row, state::hash_key_bytes(key_bytes_.view()));
+}
+
+void OutputRouter::route_hashed(Edge& edge, const state::Batch& batch, std::size_t row, std::uint64_t hash) {
+  // hash % max_parallelism (key_group_of), without a 64-bit division for the usual power of two.
+  const auto group = edge.group_mask != 0 ? static_cast<std::uint32_t>(hash & edge.group_mask)
+                                          : state::key_group_of(hash, edge.max_parallelism);
+  Channel& channel = edge.channels[edge.channel_of_group[group]];
+  if (behind_due_watermark(channel, batch[row])) {
+    flush(channel);
+    channel.retained_this_batch = false;
   }
+  if (!channel.retained_this_batch) {
+    if (channel.pending.empty() && !channel.watermark_due) channel.first_pending = Clock::now();
+    channel.pending.retain_memory_of(batch);
+    channel.retained_this_batch = true;
+  }
+  channel.pending.add_shared(batch[row]);
+  if (channel.pending.size() >= message_records_) {
+    flush(channel);
+    channel.retained_this_batch = false;
+  }
+}
+
+// Two-phase aggregation (operators/window_combiner.hpp): what the combiner takes waits in it;
+// what it passes through goes on now, by key.
+void OutputRouter::combine(Edge& edge, const state::Batch& batch) {
+  passed_.clear();
+  edge.combiner->add(batch, passed_);
+  if (!passed_.empty()) {
+    for (auto& channel : edge.channels) channel.retained_this_batch = false;
+    edge.key->prepare(std::span<const state::Record>(batch.begin(), batch.end()));
+    for (std::uint32_t row : passed_) route_keyed(edge, batch, row);
+  }
+  if (edge.combiner->full()) send_partials(edge, std::nullopt);
+}
+
+void OutputRouter::send_partials(Edge& edge, std::optional<std::int64_t> watermark) {
+  partials_.clear();
+  partial_hashes_.clear();
+  if (watermark)
+    edge.combiner->take(*watermark, partials_, partial_hashes_);
+  else
+    edge.combiner->take_all(partials_, partial_hashes_);
+  for (auto& channel : edge.channels) channel.retained_this_batch = false;
+  for (std::size_t i = 0; i < partials_.size(); ++i) route_hashed(edge, partials_, i, partial_hashes_[i]);
+}
+
+void OutputRouter::send_all_partials() {
+  for (auto& edge : edges_)
+    if (edge.combiner) send_partials(edge, std::nullopt);
 }
 
 void OutputRouter::flush(Channel& channel) {
@@ -182,10 +240,17 @@ void OutputRouter::flush_all() {
     for (auto& channel : edge.channels) flush(channel);
 }
 
-void OutputRouter::send_end_of_input() { send_to_all(transport::FrameKind::EndOfInput, {}); }
+void OutputRouter::send_end_of_input() {
+  send_all_partials();
+  send_to_all(transport::FrameKind::EndOfInput, {});
+}
 
 void OutputRouter::send_watermark(std::int64_t watermark) {
   if (watermark <= watermark_sent_) return;
+  // Partials of the panes the watermark ends go before it (window_combiner.hpp).
+  for (auto& edge : edges_)
+    if (edge.combiner) send_partials(edge, watermark);
+  idle_ = false;
   watermark_sent_ = watermark;
   Clock::time_point now{};
   for (auto& edge : edges_)
@@ -201,10 +266,15 @@ void OutputRouter::send_watermark(std::int64_t watermark) {
 void OutputRouter::send_barrier(const transport::BarrierPayload& barrier) {
   std::string payload;
   transport::write_barrier_payload(barrier, payload);
+  send_all_partials(); // no partial is checkpointed: each goes before the barrier
   send_to_all(transport::FrameKind::Barrier, payload);
 }
 
 void OutputRouter::send_idle() {
+  // Downstream stops waiting for this subtask's watermark, so a partial held now could reach
+  // a window that fired meanwhile: until the next watermark records go on as they are.
+  send_all_partials();
+  idle_ = true;
   std::string payload;
   transport::write_watermark_payload(watermark_sent_, true, payload);
   send_to_all(transport::FrameKind::Watermark, payload);

@@ -17,6 +17,7 @@
 #include <zmq.hpp>
 
 #include "operators/partition_key.hpp"
+#include "operators/window_combiner.hpp"
 #include "pipeline/spec/plan.hpp"
 #include "state/batch.hpp"
 #include "state/batch_codec.hpp"
@@ -108,10 +109,29 @@ private:
     // For Partition::Key: by key group, the index of the channel (the downstream subtask) that
     // owns it, so that routing a record is a hash and a table lookup.
     std::vector<std::uint16_t> channel_of_group;
+    // For Partition::Key into a window that takes partial aggregates (two-phase aggregation,
+    // operators/window_combiner.hpp); null when records go as they are.
+    std::unique_ptr<operators::WindowCombiner> combiner;
   };
 
   void route_by_key(Edge& edge, const state::Batch& batch);
+  // Record `row` of `batch` to the channel of its key (of the key group of `hash`), after
+  // edge.key->prepare(batch); channels' retained_this_batch must have been reset for `batch`.
+  void route_keyed(Edge& edge, const state::Batch& batch, std::size_t row);
+  void route_hashed(Edge& edge, const state::Batch& batch, std::size_t row, std::uint64_t hash);
+  void combine(Edge& edge, const state::Batch& batch);
+  // Routes the combiner's partials of panes the watermark ends, or all of them (nullopt).
+  void send_partials(Edge& edge, std::optional<std::int64_t> watermark);
+  void send_all_partials();
 
+  // A record emitted after a watermark it is behind (a late record) waits for nothing: the
+  // channel sends what it holds and that watermark first, so that the record arrives behind
+  // it, late there too, whether the channel's message happened to fill before or not. Records
+  // at or after the watermark ride with it in one message, ahead of it, as ever.
+  bool behind_due_watermark(const Channel& channel, const state::Record& record) const {
+    return channel.watermark_due && record.timestamp != state::kNoTimestamp &&
+           record.timestamp <= watermark_sent_;
+  }
   void append(Channel& channel, const state::Batch& batch);
   void flush(Channel& channel);
   void send(Channel& channel, transport::FrameKind kind, std::string_view payload = {});
@@ -127,6 +147,10 @@ private:
   transport::MessagePool pool_; // the memory of data messages, reused once sent
   std::string buffer_; // control frames (watermark, barrier, end of input)
   state::ByteScratch key_bytes_;
+  std::vector<std::uint32_t> passed_;         // scratch: rows the combiner passed through
+  state::Batch partials_;                     // scratch: partials taken from a combiner
+  std::vector<std::uint64_t> partial_hashes_; // and the hash of each one's key
+  bool idle_ = false; // send_idle() came, and no watermark since: nothing is combined
   std::int64_t watermark_sent_ = INT64_MIN;
   std::uint64_t records_sent_ = 0;
   std::uint64_t batches_sent_ = 0;

@@ -600,7 +600,7 @@ template <Code C>
     Env e = env();
     return step_if(apply_index(*in.node, A(), B(), e, dst));
   } else if constexpr (C == Code::Decide) {
-    bool t;
+    bool t = false; // set on every path below; GCC cannot always tell (unity builds)
     if (in.test != Code::Move) {
       const Value& a = A();
       const Value& b = B();

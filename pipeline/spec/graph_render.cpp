@@ -51,6 +51,11 @@ std::string fields_text(const FieldSet& fields) {
   return "fields " + list(fields.names);
 }
 
+// Whether the senders of the edge combine records into partial aggregates (combining.hpp).
+bool combined(const PipelineSpec& spec, const EdgeView& e) {
+  return !e.fused && e.partition == Partition::Key && spec.combines_into(e.to);
+}
+
 std::vector<int> chain_of_nodes(const PipelineSpec& spec, const PhysicalPlan& plan) {
   std::vector<int> chain_of(spec.nodes.size(), -1);
   for (const auto& chain : plan.chains)
@@ -243,7 +248,8 @@ std::string render_text(const PipelineSpec& spec, const PhysicalPlan& plan, cons
     out << "  " << spec.nodes[e.from].name << (e.late ? " (late records)" : "") << " -> "
         << spec.nodes[e.to].name << ": ";
     if (e.fused) out << "forward, fused (in memory)";
-    else out << partition_name(e.partition) << ", " << e.channels << " channel(s)";
+    else out << partition_name(e.partition) << (combined(spec, e) ? ", combined before sending" : "") << ", "
+             << e.channels << " channel(s)";
     out << "; " << fields_text(spec.fields_read(e.to, e.input_index)) << "\n";
   }
   out << placement_text(spec, plan, pp);
@@ -304,6 +310,7 @@ std::string render_json(const PipelineSpec& spec, const PhysicalPlan& plan, cons
     out << (k ? "," : "") << "{\"from\":" << json_string(spec.nodes[e.from].name)
         << ",\"to\":" << json_string(spec.nodes[e.to].name) << ",\"partition\":"
         << json_string(e.fused ? "forward" : partition_name(e.partition)) << ",\"fused\":" << (e.fused ? "true" : "false")
+        << ",\"combined\":" << (combined(spec, e) ? "true" : "false")
         << ",\"channels\":" << e.channels << ",\"late\":" << (e.late ? "true" : "false")
         << ",\"fields\":" << fields_json(spec.fields_read(e.to, e.input_index)) << "}";
   }

@@ -35,6 +35,9 @@ using ReadFields = std::function<std::vector<FieldSet>(
 // so that lint (lint.hpp) can tell a field read downstream that no record will ever have.
 // FieldSet::everything() when unknown (files, stdin).
 using MadeFields = std::function<FieldSet(const NodeSpec& node)>;
+// Whether the senders of a key edge into the node may combine its records into partial
+// aggregates before the exchange (operators/window_combiner.hpp).
+using Combinable = std::function<bool(const PipelineSpec& spec, const NodeSpec& node)>;
 
 enum class KeyType {
   String,
@@ -70,6 +73,7 @@ struct NodeTypeSchema {
                                      // listening on one address)
   ReadFields read_fields;            // empty: reads every field of every input
   MadeFields made_fields;            // sources only; empty: the fields are not known
+  Combinable combinable;             // empty: never combined
 };
 
 const char* key_type_name(KeyType t);

@@ -72,6 +72,13 @@ struct PipelineSpec {
   std::vector<std::vector<FieldSet>> input_fields;
   std::vector<FieldSet> source_fields;
 
+  // Two-phase aggregation (combining.hpp), filled after validation by plan_combining: by node
+  // index, whether senders of a key edge into it combine records first. Empty: none do.
+  std::vector<bool> combined_nodes;
+
+  bool combines_into(std::size_t node) const {
+    return node < combined_nodes.size() && combined_nodes[node];
+  }
   FieldSet fields_read(std::size_t node, std::size_t input_index) const {
     if (node >= input_fields.size() || input_index >= input_fields[node].size())
       return FieldSet::everything();

@@ -68,6 +68,7 @@ const std::vector<KeySchema>& top_level_keys() {
       key("buffer_timeout", KeyType::Duration),
       key("batch_size", KeyType::Int),
       key("projection", KeyType::Bool),
+      key("combine", KeyType::Bool),
       key("checkpoint", KeyType::Table, {}, checkpoint_keys()),
       key("restart", KeyType::Table, {}, restart_keys()),
       key("cluster", KeyType::Table),

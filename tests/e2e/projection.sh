@@ -106,7 +106,7 @@ assert_contains "$WORK/out" "in -> m: forward, fused (in memory); all fields but
 
 # graph: the keyed edge carries only what the window reads; the source makes only what is read.
 run_expect 0 "$STREAMCTL" graph "$WORK/keyed.toml" -p 2
-assert_contains "$WORK/out" "named -> per_user: key, 4 channel(s); fields kb, path, user"
+assert_contains "$WORK/out" "named -> per_user: key, combined before sending, 4 channel(s); fields kb, path, user"
 run_expect 0 "$STREAMCTL" graph "$WORK/keyed.toml" -p 2 --format json
 python3 - "$WORK/out" <<'PY' || fail "graph json lacks the projected fields: $(cat "$WORK/out")"
 import json, sys

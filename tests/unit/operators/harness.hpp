@@ -157,6 +157,12 @@ public:
       collect(result);
     }
   }
+  // Feeds a batch made elsewhere (stamped already) to input `input`.
+  void batch(const state::Batch& in, int input = 0) {
+    state::Batch result;
+    op_->process_input(input, in, result);
+    collect(result);
+  }
   void watermark(std::int64_t w) {
     state::Batch result;
     op_->on_watermark(w, result);
