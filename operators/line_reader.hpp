@@ -55,7 +55,9 @@ public:
 private:
   int fd_;
   std::size_t chunk_bytes_;
-  std::shared_ptr<std::vector<char>> chunk_;
+  static std::shared_ptr<char[]> fresh_chunk(std::size_t bytes);
+  std::shared_ptr<char[]> chunk_;
+  std::size_t chunk_size_;
   std::size_t begin_ = 0; // first unconsumed byte
   std::size_t end_ = 0;   // one past the last byte read
   bool eof_ = false;

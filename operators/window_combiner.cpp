@@ -131,6 +131,10 @@ void WindowCombiner::add(const state::Batch& in, std::vector<std::uint32_t>& pas
     const Pending& p = pending_[i];
     if (p.pane == nullptr || !add_to_pane(p, i)) passed.push_back(static_cast<std::uint32_t>(i));
   }
+  if (probe_in_ >= probe_records) {
+    if (2 * probe_entries_ > probe_in_) bypass_left_ = bypass_records;
+    probe_in_ = probe_entries_ = 0;
+  }
 }
 
 bool WindowCombiner::pane_start(std::int64_t t, std::int64_t& start) {
@@ -169,8 +173,10 @@ bool WindowCombiner::add_to_pane(const Pending& p, std::size_t row) {
   if (inserted) {
     ++pane.count;
     ++entries_;
+    ++probe_entries_;
   }
   ++records_in_;
+  ++probe_in_;
   return true;
 }
 

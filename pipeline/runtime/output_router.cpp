@@ -75,10 +75,12 @@ void OutputRouter::emit(const state::Batch& batch, int port) {
       append(edge.channels[edge.cursor++ % edge.channels.size()], batch);
       break;
     case pipeline::Partition::Key:
-      if (edge.combiner && !idle_)
+      if (edge.combiner && !idle_ && !edge.combiner->bypassing()) {
         combine(edge, batch);
-      else
+      } else {
+        if (edge.combiner) edge.combiner->bypassed(batch.size());
         route_by_key(edge, batch);
+      }
       break;
     }
   }

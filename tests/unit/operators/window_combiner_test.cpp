@@ -236,3 +236,32 @@ TEST_CASE("a window refuses a partial whose state is not an aggregates block",
   REQUIRE(h.errors.errors.size() == 1);
   CHECK_THAT(h.errors.errors[0].reason, Catch::Contains("combined aggregate state"));
 }
+
+TEST_CASE("a combiner that makes a partial per record steps aside, and tries again later",
+          "[operators][window][combiner]") {
+  Harness h(window_pipeline("{ kind = \"tumbling\", size = \"1s\" }", "{ n = \"count()\" }"));
+  auto combiner = combiner_of(h);
+  REQUIRE(combiner);
+  std::vector<std::uint32_t> passed;
+  auto feed = [&](std::uint64_t records, std::uint64_t keys) {
+    Lines lines;
+    for (std::uint64_t k = 0; k < records; ++k)
+      lines.push_back("{\"k\":" + std::to_string(k % keys) + ",\"ts\":5}");
+    for (std::size_t at = 0; at < lines.size(); at += 4096) {
+      auto batch = h.parse(lines, at, std::min(lines.size(), at + 4096), "ts");
+      combiner->add(batch, passed);
+    }
+  };
+  feed(WindowCombiner::probe_records, 1000); // 262 records a key: it pays
+  CHECK_FALSE(combiner->bypassing());
+  streamctl::state::Batch partials;
+  std::vector<std::uint64_t> hashes;
+  combiner->take_all(partials, hashes);
+  feed(WindowCombiner::probe_records, WindowCombiner::probe_records); // a key a record
+  CHECK(combiner->bypassing());
+  combiner->bypassed(WindowCombiner::bypass_records - 1);
+  CHECK(combiner->bypassing());
+  combiner->bypassed(1);
+  CHECK_FALSE(combiner->bypassing());
+  CHECK(passed.empty());
+}
