@@ -104,6 +104,7 @@ void WindowCombiner::add(const state::Batch& in, std::vector<std::uint32_t>& pas
   // larger than the caches).
   pending_.resize(in.size());
   key_bytes_.clear();
+  const std::size_t passed_before = passed.size();
   for (std::size_t i = 0; i < in.size(); ++i) {
     const state::Record& record = in[i];
     Pending& p = pending_[i];
@@ -131,6 +132,11 @@ void WindowCombiner::add(const state::Batch& in, std::vector<std::uint32_t>& pas
     const Pending& p = pending_[i];
     if (p.pane == nullptr || !add_to_pane(p, i)) passed.push_back(static_cast<std::uint32_t>(i));
   }
+  // Every record counts in the probe, and one passed through as much as a partial made: it costs
+  // the exchange as much (a job whose records carry no event time passes them all, and then the
+  // combiner steps aside).
+  probe_in_ += in.size();
+  probe_entries_ += passed.size() - passed_before;
   if (probe_in_ >= probe_records) {
     if (2 * probe_entries_ > probe_in_) bypass_left_ = bypass_records;
     probe_in_ = probe_entries_ = 0;
@@ -176,7 +182,6 @@ bool WindowCombiner::add_to_pane(const Pending& p, std::size_t row) {
     ++probe_entries_;
   }
   ++records_in_;
-  ++probe_in_;
   return true;
 }
 

@@ -83,7 +83,7 @@ public:
   // been paying: where most keys have a single record per pane (a sparse count), a partial per
   // record only adds a table and its serialising to the exchange (about 10% more CPU). Like
   // Trino's adaptive partial aggregation: combining is measured over probe_records records, and
-  // when the partials made number more than half of the records combined, the next
+  // when the partials made and the records passed through number more than half of them, the next
   // bypass_records records pass by before it is tried again. The sender calls bypassed() with
   // the records it sent past, and add() otherwise.
   bool bypassing() const { return bypass_left_ > 0; }
@@ -150,8 +150,8 @@ private:
   std::string serialized_;
   std::uint64_t records_in_ = 0;
   std::uint64_t partials_out_ = 0;
-  std::uint64_t probe_in_ = 0;      // records combined since the probe began
-  std::uint64_t probe_entries_ = 0; // entries made meanwhile (each is a partial sent)
+  std::uint64_t probe_in_ = 0;      // records given to add() since the probe began
+  std::uint64_t probe_entries_ = 0; // entries made and records passed through meanwhile
   std::uint64_t bypass_left_ = 0;
 };
 
