@@ -181,7 +181,6 @@ bool WindowCombiner::add_to_pane(const Pending& p, std::size_t row) {
     ++entries_;
     ++probe_entries_;
   }
-  ++records_in_;
   return true;
 }
 
@@ -198,26 +197,28 @@ void WindowCombiner::take_pane(Pane& pane, state::Batch& out, std::vector<std::u
     out.add(fields, pane.start);
     hashes.push_back(state::hash_key_bytes(key));
   });
-  partials_out_ += pane.count;
   entries_ -= pane.count;
   pane.count = 0;
 }
 
 void WindowCombiner::take(std::int64_t watermark, state::Batch& out, std::vector<std::uint64_t>& hashes) {
   watermark_ = std::max(watermark_, watermark);
+  take_panes_ending_by(watermark, out, hashes);
+}
+
+void WindowCombiner::take_all(state::Batch& out, std::vector<std::uint64_t>& hashes) {
+  take_panes_ending_by(INT64_MAX, out, hashes);
+}
+
+void WindowCombiner::take_panes_ending_by(std::int64_t limit, state::Batch& out,
+                                          std::vector<std::uint64_t>& hashes) {
   last_pane_ = nullptr;
   // Panes in order of time, so that a window sees its panes' partials oldest first.
   std::sort(panes_.begin(), panes_.end(), [](const auto& a, const auto& b) { return a->start < b->start; });
   auto due = panes_.begin();
-  for (; due != panes_.end() && ((*due)->start + window_.slide <= watermark || watermark == INT64_MAX); ++due)
+  for (; due != panes_.end() && (limit == INT64_MAX || (*due)->start + window_.slide <= limit); ++due)
     take_pane(**due, out, hashes);
   panes_.erase(panes_.begin(), due);
-}
-
-void WindowCombiner::take_all(state::Batch& out, std::vector<std::uint64_t>& hashes) {
-  const std::int64_t watermark = watermark_;
-  take(INT64_MAX, out, hashes);
-  watermark_ = watermark;
 }
 
 } // namespace streamctl::operators

@@ -95,9 +95,6 @@ public:
   bool full() const { return entries_ >= max_entries; }
   std::size_t entries() const { return entries_; }
 
-  // Records combined and partials made so far.
-  std::uint64_t records_in() const { return records_in_; }
-  std::uint64_t partials_out() const { return partials_out_; }
 
   static constexpr std::size_t max_entries = std::size_t{1} << 18;
 
@@ -123,6 +120,9 @@ private:
   // window_.last_aligned_start(t), remembering the pane of the time before.
   bool pane_start(std::int64_t t, std::int64_t& start);
   void take_pane(Pane& pane, state::Batch& out, std::vector<std::uint64_t>& hashes);
+  // take() and take_all() without their watermark: every pane ending at or before `limit`
+  // (every pane: INT64_MAX).
+  void take_panes_ending_by(std::int64_t limit, state::Batch& out, std::vector<std::uint64_t>& hashes);
 
   KeyFields key_;
   Aggregates aggregates_;
@@ -148,8 +148,6 @@ private:
   state::Arena eval_arena_{4096};
   state::ByteScratch key_bytes_;
   std::string serialized_;
-  std::uint64_t records_in_ = 0;
-  std::uint64_t partials_out_ = 0;
   std::uint64_t probe_in_ = 0;      // records given to add() since the probe began
   std::uint64_t probe_entries_ = 0; // entries made and records passed through meanwhile
   std::uint64_t bypass_left_ = 0;
