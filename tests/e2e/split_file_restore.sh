@@ -113,16 +113,27 @@ done
 # reads the whole file in about 0.1 s, before a stop could land ("the job is starting or
 # finishing"): its workers are held with SIGSTOP as soon as records flow and let go once the
 # stop has been asked for. (Holding only the reduce, and the sources once their queues fill,
-# let a loaded CI machine's sources read their whole ranges first in all five tries.) Tried
-# afresh (new name, new output) when the job finished first all the same.
-for try in 1 2 3 4 5; do
+# let a loaded CI machine's sources read their whole ranges first in all five tries.) The
+# workers' pids are known before records flow and the log is polled without sleeping, so that
+# the hold lands within milliseconds (wait_for_text's 50 ms polls and a pkill's scan of /proc
+# let a loaded CI machine finish the job first in five tries out of five). Tried afresh (new
+# name, new output) when the job finished first all the same.
+hold_workers_once_flowing() { # JOB LOG
+  local pattern="worker --job-dir $STREAMCTL_STATE_DIR/jobs/$1-" pids="" deadline=$((SECONDS + 30))
+  until grep -qF "records flowing" "$2"; do
+    ((SECONDS < deadline)) || fail "job $1 did not start in 30 s: $(tail -5 "$2")"
+    pids=$(pgrep -f -- "$pattern" || true)
+  done
+  [[ -z $pids ]] || kill -STOP $pids 2>/dev/null || true
+  pkill -STOP -f -- "$pattern" || true # any worker that pgrep had not seen yet
+}
+for try in 1 2 3 4 5 6 7 8; do
   stopped=stopped$try
   pipeline $stopped "$WORK/in.jsonl" "$WORK/before" 2 >"$WORK/stopped.toml"
   rm -rf "$WORK/before"
   "$STREAMCTL" -v run "$WORK/stopped.toml" 2>"$WORK/stop.log" &
   pid=$!
-  wait_for_text "$WORK/stop.log" "records flowing"
-  pkill -STOP -f -- "worker --job-dir $STREAMCTL_STATE_DIR/jobs/$stopped-" || true
+  hold_workers_once_flowing $stopped "$WORK/stop.log"
   "$STREAMCTL" stop $stopped >"$WORK/stop.out" 2>"$WORK/stop.err" &
   stopper=$!
   sleep 0.3
@@ -134,6 +145,7 @@ for try in 1 2 3 4 5; do
   # output ("read all its input and is finishing"): a documented refusal; again.
   ((stop_code == 1)) &&
     grep -Eq "starting or finishing|finished its input first|read all its input and is finishing" "$WORK/stop.err" &&
+    echo "try $try: the job finished before the stop landed ($(tail -1 "$WORK/stop.err")); again" &&
     continue
   break
 done
