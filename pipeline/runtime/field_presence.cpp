@@ -5,6 +5,7 @@
 #include <set>
 #include <tuple>
 
+#include "operators/window_combiner.hpp"
 #include "pipeline/spec/edit_distance.hpp"
 
 namespace streamctl::runtime {
@@ -135,15 +136,18 @@ FieldPresence::FieldPresence(const pipeline::PipelineSpec& spec,
         w.fields.push_back(id);
         w.bit_of[id] = static_cast<std::uint8_t>(w.fields.size());
       }
+      if (spec.combines_into(index)) w.partial_key = names.intern(operators::kPartialKeyField);
       // Nothing to look for: behave as done from the start.
-      if (w.fields.empty()) w.checked = kFieldPresenceRecords;
+      if (w.fields.empty()) w.checked = w.looked = kFieldPresenceRecords;
     }
   }
 }
 
 void FieldPresence::look_at(Watch& w, const state::Batch& batch) {
   for (const state::Record& record : batch) {
-    if (w.checked == kFieldPresenceRecords) return;
+    if (w.looked == kFieldPresenceRecords) return;
+    ++w.looked;
+    if (w.partial_key != kNoPartials && record.find(w.partial_key) != nullptr) continue;
     ++w.checked;
     for (const state::Field& field : record) {
       if (field.name < w.bit_of.size() && w.bit_of[field.name] != 0)

@@ -52,7 +52,7 @@ public:
   // The chain's operator number `op` (0: the first operator) reads `batch` on `input`.
   void observe(std::size_t op, int input, const state::Batch& batch) {
     if (op < watches_.size() && static_cast<std::size_t>(input) < watches_[op].size() &&
-        watches_[op][static_cast<std::size_t>(input)].checked < kFieldPresenceRecords)
+        watches_[op][static_cast<std::size_t>(input)].looked < kFieldPresenceRecords)
       look_at(watches_[op][static_cast<std::size_t>(input)], batch);
   }
 
@@ -60,12 +60,17 @@ public:
   std::vector<FieldPresenceReport> reports() const;
 
 private:
+  static constexpr state::FieldId kNoPartials = ~state::FieldId{0};
   struct Watch {
     std::size_t node = 0;               // index into spec.nodes
     std::vector<state::FieldId> fields; // read; at most 64 (one bit each)
     std::vector<std::uint8_t> bit_of;   // by FieldId: bit + 1, 0 when not read
     std::uint64_t seen = 0;             // bit k: some record had fields[k]
-    std::uint64_t checked = 0;
+    std::uint64_t checked = 0;          // records looked at, partial aggregates left out
+    std::uint64_t looked = 0;           // records looked at, partial aggregates counted
+    // A window fed partial aggregates (PipelineSpec::combines_into) reads none of its fields
+    // in those: a record with this field is passed over. kNoPartials otherwise.
+    state::FieldId partial_key = kNoPartials;
     std::vector<bool> had; // by FieldId: some record had it
   };
   static void look_at(Watch& w, const state::Batch& batch);

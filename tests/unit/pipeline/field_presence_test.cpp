@@ -1,6 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "operators/registry.hpp"
+#include "operators/window_combiner.hpp"
 #include "pipeline/runtime/field_presence.hpp"
 #include "pipeline/runtime/job_loader.hpp"
 
@@ -134,6 +137,30 @@ TEST_CASE(
   CHECK(lines[0].rfind(
             "p.toml:12:1: window 'per_user' reads field 'usr_id', which none of the 2 records",
             0) == 0);
+}
+
+TEST_CASE("a window fed partial aggregates passes over them: only whole records count",
+          "[field_presence]") {
+  Fixture f("user == 'a'", "usr_id");
+  f.job.spec.combined_nodes.assign(f.job.spec.nodes.size(), false);
+  f.job.spec.combined_nodes[f.index("per_user")] = true;
+  FieldPresence presence(f.job.spec, {f.index("per_user")}, f.registry, f.names);
+  std::string key(operators::kPartialKeyField), state(operators::kPartialStateField);
+  presence.observe(0, 0, f.batch({{key, state}, {key, state}}));
+  CHECK(presence.reports().empty()); // partials only: nothing to say
+
+  presence.observe(0, 0, f.batch({{key, state}, {"user", "price"}}));
+  auto reports = presence.reports();
+  REQUIRE(reports.size() == 1);
+  CHECK(reports[0].checked == 1);
+  CHECK(reports[0].unseen == std::vector<std::string>{"usr_id"});
+  CHECK(std::find(reports[0].had.begin(), reports[0].had.end(), key) == reports[0].had.end());
+
+  // Partials count toward the records looked at, so that observing stops costing after them.
+  std::vector<std::vector<std::string>> partials(runtime::kFieldPresenceRecords, {key, state});
+  presence.observe(0, 0, f.batch(partials));
+  presence.observe(0, 0, f.batch({{"usr_id"}}));
+  CHECK(presence.reports()[0].unseen == std::vector<std::string>{"usr_id"});
 }
 
 TEST_CASE("a join is checked per input, and the message names the input", "[field_presence]") {
