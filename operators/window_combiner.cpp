@@ -32,7 +32,8 @@ struct WindowCombiner::Pane {
   std::int64_t start;
   state::KeyedMap<Unit> index;
   std::vector<Unit> blocks;
-  std::uint32_t count = 0; // entries; blocks in use when they are not inline
+  std::uint32_t count = 0;      // entries; blocks in use when they are not inline
+  std::uint32_t next_group = 0; // key groups before it are taken (take_pane)
 };
 
 bool window_combinable(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node) {
@@ -71,7 +72,9 @@ WindowCombiner::WindowCombiner(KeyFields key, Aggregates aggregates, WindowSpec 
 
 WindowCombiner::~WindowCombiner() {
   for (auto& pane : panes_)
-    pane->index.for_each([&](std::string_view, Unit& slot) { aggregates_.destroy(block(*pane, slot)); });
+    for (std::uint32_t group = pane->next_group; group < max_parallelism_; ++group)
+      pane->index.for_each_in_group(
+          group, [&](std::string_view, Unit& slot) { aggregates_.destroy(block(*pane, slot)); });
 }
 
 std::byte* WindowCombiner::block(Pane& pane, Unit& slot) const {
@@ -184,41 +187,49 @@ bool WindowCombiner::add_to_pane(const Pending& p, std::size_t row) {
   return true;
 }
 
-void WindowCombiner::take_pane(Pane& pane, state::Batch& out, std::vector<std::uint64_t>& hashes) {
-  pane.index.for_each([&](std::string_view key, Unit& slot) {
-    std::byte* b = block(pane, slot);
-    serialized_.clear();
-    aggregates_.serialize(b, serialized_);
-    aggregates_.destroy(b);
-    const state::Field fields[2] = {
-        {key_field_, state::Value::string(out.copy_string(key))},
-        {state_field_, state::Value::string(out.copy_string(serialized_))},
-    };
-    out.add(fields, pane.start);
-    hashes.push_back(state::hash_key_bytes(key));
-  });
-  entries_ -= pane.count;
-  pane.count = 0;
+bool WindowCombiner::take_pane(Pane& pane, state::Batch& out, std::vector<std::uint64_t>& hashes,
+                               std::size_t max_records) {
+  for (; pane.next_group < max_parallelism_; ++pane.next_group) {
+    if (out.size() >= max_records) return false;
+    pane.index.for_each_in_group(pane.next_group, [&](std::string_view key, Unit& slot) {
+      std::byte* b = block(pane, slot);
+      serialized_.clear();
+      aggregates_.serialize(b, serialized_);
+      aggregates_.destroy(b);
+      const state::Field fields[2] = {
+          {key_field_, state::Value::string(out.copy_string(key))},
+          {state_field_, state::Value::string(out.copy_string(serialized_))},
+      };
+      out.add(fields, pane.start);
+      hashes.push_back(state::hash_key_bytes(key));
+      --pane.count;
+      --entries_;
+    });
+  }
+  return true;
 }
 
-void WindowCombiner::take(std::int64_t watermark, state::Batch& out, std::vector<std::uint64_t>& hashes) {
+bool WindowCombiner::take(std::int64_t watermark, state::Batch& out, std::vector<std::uint64_t>& hashes,
+                          std::size_t max_records) {
   watermark_ = std::max(watermark_, watermark);
-  take_panes_ending_by(watermark, out, hashes);
+  return take_panes_ending_by(watermark, out, hashes, max_records);
 }
 
-void WindowCombiner::take_all(state::Batch& out, std::vector<std::uint64_t>& hashes) {
-  take_panes_ending_by(INT64_MAX, out, hashes);
+bool WindowCombiner::take_all(state::Batch& out, std::vector<std::uint64_t>& hashes,
+                              std::size_t max_records) {
+  return take_panes_ending_by(INT64_MAX, out, hashes, max_records);
 }
 
-void WindowCombiner::take_panes_ending_by(std::int64_t limit, state::Batch& out,
-                                          std::vector<std::uint64_t>& hashes) {
+bool WindowCombiner::take_panes_ending_by(std::int64_t limit, state::Batch& out,
+                                          std::vector<std::uint64_t>& hashes, std::size_t max_records) {
   last_pane_ = nullptr;
   // Panes in order of time, so that a window sees its panes' partials oldest first.
   std::sort(panes_.begin(), panes_.end(), [](const auto& a, const auto& b) { return a->start < b->start; });
-  auto due = panes_.begin();
-  for (; due != panes_.end() && (limit == INT64_MAX || (*due)->start + window_.slide <= limit); ++due)
-    take_pane(**due, out, hashes);
-  panes_.erase(panes_.begin(), due);
+  while (!panes_.empty() && (limit == INT64_MAX || panes_.front()->start + window_.slide <= limit)) {
+    if (!take_pane(*panes_.front(), out, hashes, max_records)) return true;
+    panes_.erase(panes_.begin());
+  }
+  return false;
 }
 
 } // namespace streamctl::operators

@@ -146,14 +146,15 @@ void OutputRouter::combine(Edge& edge, const state::Batch& batch) {
 }
 
 void OutputRouter::send_partials(Edge& edge, std::optional<std::int64_t> watermark) {
-  partials_.clear();
-  partial_hashes_.clear();
-  if (watermark)
-    edge.combiner->take(*watermark, partials_, partial_hashes_);
-  else
-    edge.combiner->take_all(partials_, partial_hashes_);
-  for (auto& channel : edge.channels) channel.retained_this_batch = false;
-  for (std::size_t i = 0; i < partials_.size(); ++i) route_hashed(edge, partials_, i, partial_hashes_[i]);
+  bool more = true;
+  while (more) {
+    partials_.clear();
+    partial_hashes_.clear();
+    more = watermark ? edge.combiner->take(*watermark, partials_, partial_hashes_, kPartialsPerTake)
+                     : edge.combiner->take_all(partials_, partial_hashes_, kPartialsPerTake);
+    for (auto& channel : edge.channels) channel.retained_this_batch = false;
+    for (std::size_t i = 0; i < partials_.size(); ++i) route_hashed(edge, partials_, i, partial_hashes_[i]);
+  }
 }
 
 void OutputRouter::send_all_partials() {

@@ -148,6 +148,8 @@ private:
   std::string buffer_; // control frames (watermark, barrier, end of input)
   state::ByteScratch key_bytes_;
   std::vector<std::uint32_t> passed_;         // scratch: rows the combiner passed through
+  // Partials taken from a combiner at a time: about what fits in a core's L2 cache.
+  static constexpr std::size_t kPartialsPerTake = 8192;
   state::Batch partials_;                     // scratch: partials taken from a combiner
   std::vector<std::uint64_t> partial_hashes_; // and the hash of each one's key
   bool idle_ = false; // send_idle() came, and no watermark since: nothing is combined
