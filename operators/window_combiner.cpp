@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <variant>
 
 #include "operators/wall_clock.hpp"
 #include "operators/window.hpp"
@@ -23,14 +24,29 @@ struct alignas(16) WindowCombiner::Unit {
   std::byte bytes[16];
 };
 
-// One pane's partials: key bytes → the block, held in the map's slot when it fits in a Unit
-// (a count's or a sum's: one cache miss per record, not two), else the number of its block in
-// `blocks` (in the slot's first four bytes).
+// A narrow slot: a map of them has 32-byte slots where Unit's has 48 (KeyedMap's slot is hash,
+// key and value, aligned as the value), so a count's table is two thirds the size: fewer cache
+// misses per record and fewer fresh pages.
+struct alignas(8) WindowCombiner::NarrowUnit {
+  std::byte bytes[8];
+};
+
+// One pane's partials: key bytes → the block, held in the map's slot when it fits (a count's in
+// a NarrowUnit, a sum's in a Unit: one cache miss per record, not two), else the number of its
+// block in `blocks` (in the slot's first four bytes).
 struct WindowCombiner::Pane {
-  Pane(std::int64_t s, std::uint32_t max_parallelism, state::SlotMemory* memory)
-      : start(s), index(state::KeyGroupRange{0, max_parallelism}, max_parallelism, memory) {}
+  using Wide = state::KeyedMap<Unit>;
+  using Narrow = state::KeyedMap<NarrowUnit>;
+  Pane(std::int64_t s, bool narrow, std::uint32_t max_parallelism, state::SlotMemory* memory)
+      : start(s),
+        index(narrow ? std::variant<Wide, Narrow>(std::in_place_type<Narrow>,
+                                                  state::KeyGroupRange{0, max_parallelism},
+                                                  max_parallelism, memory)
+                     : std::variant<Wide, Narrow>(std::in_place_type<Wide>,
+                                                  state::KeyGroupRange{0, max_parallelism},
+                                                  max_parallelism, memory)) {}
   std::int64_t start;
-  state::KeyedMap<Unit> index;
+  std::variant<Wide, Narrow> index;
   std::vector<Unit> blocks;
   std::uint32_t count = 0;      // entries; blocks in use when they are not inline
   std::uint32_t next_group = 0; // key groups before it are taken (take_pane)
@@ -68,16 +84,20 @@ WindowCombiner::WindowCombiner(KeyFields key, Aggregates aggregates, WindowSpec 
       max_parallelism_(max_parallelism), names_(names),
       key_field_(names.intern(kPartialKeyField)), state_field_(names.intern(kPartialStateField)),
       block_units_((aggregates_.state_bytes() + sizeof(Unit) - 1) / sizeof(Unit)),
+      narrow_slots_(block_units_ > 1 ||
+                    (aggregates_.state_bytes() <= sizeof(NarrowUnit) && aggregates_.block_align() <= alignof(NarrowUnit))),
       inline_blocks_(block_units_ == 1) {}
 
 WindowCombiner::~WindowCombiner() {
-  for (auto& pane : panes_)
-    for (std::uint32_t group = pane->next_group; group < max_parallelism_; ++group)
-      pane->index.for_each_in_group(
-          group, [&](std::string_view, Unit& slot) { aggregates_.destroy(block(*pane, slot)); });
+  for (auto& pane : panes_) std::visit([&](auto& index) { destroy_untaken(*pane, index); }, pane->index);
 }
 
-std::byte* WindowCombiner::block(Pane& pane, Unit& slot) const {
+template <typename U> void WindowCombiner::destroy_untaken(Pane& pane, state::KeyedMap<U>& index) {
+  for (std::uint32_t group = pane.next_group; group < max_parallelism_; ++group)
+    index.for_each_in_group(group, [&](std::string_view, U& slot) { aggregates_.destroy(block(pane, slot)); });
+}
+
+template <typename U> std::byte* WindowCombiner::block(Pane& pane, U& slot) const {
   if (inline_blocks_) return slot.bytes;
   std::uint32_t index;
   std::memcpy(&index, slot.bytes, sizeof index);
@@ -88,7 +108,7 @@ WindowCombiner::Pane& WindowCombiner::pane_at(std::int64_t start) {
   if (last_pane_ != nullptr && last_pane_->start == start) return *last_pane_;
   auto it = std::find_if(panes_.begin(), panes_.end(), [&](const auto& p) { return p->start == start; });
   if (it == panes_.end()) {
-    panes_.push_back(std::make_unique<Pane>(start, max_parallelism_, &table_memory_));
+    panes_.push_back(std::make_unique<Pane>(start, narrow_slots_, max_parallelism_, &table_memory_));
     it = panes_.end() - 1;
   }
   last_pane_ = it->get();
@@ -130,10 +150,19 @@ void WindowCombiner::add(const state::Batch& in, std::vector<std::uint32_t>& pas
   for (std::size_t i = 0; i < in.size(); ++i) {
     if (i + prefetch_distance < in.size()) {
       const Pending& ahead = pending_[i + prefetch_distance];
-      if (ahead.pane != nullptr) ahead.pane->index.prefetch(ahead.hash);
+      if (ahead.pane != nullptr) {
+        if (narrow_slots_)
+          prefetch<NarrowUnit>(*ahead.pane, ahead.hash);
+        else
+          prefetch<Unit>(*ahead.pane, ahead.hash);
+      }
     }
     const Pending& p = pending_[i];
-    if (p.pane == nullptr || !add_to_pane(p, i)) passed.push_back(static_cast<std::uint32_t>(i));
+    const bool added =
+        p.pane != nullptr &&
+        (narrow_slots_ ? add_to_pane(*p.pane, *std::get_if<Pane::Narrow>(&p.pane->index), p, i)
+                       : add_to_pane(*p.pane, *std::get_if<Pane::Wide>(&p.pane->index), p, i));
+    if (!added) passed.push_back(static_cast<std::uint32_t>(i));
   }
   // Every record counts in the probe, and one passed through as much as a partial made: it costs
   // the exchange as much (a job whose records carry no event time passes them all, and then the
@@ -160,10 +189,15 @@ bool WindowCombiner::pane_start(std::int64_t t, std::int64_t& start) {
   return true;
 }
 
-bool WindowCombiner::add_to_pane(const Pending& p, std::size_t row) {
-  Pane& pane = *p.pane;
+template <typename U> void WindowCombiner::prefetch(Pane& pane, std::uint64_t hash) const {
+  std::get_if<state::KeyedMap<U>>(&pane.index)->prefetch(hash);
+}
+
+template <typename U>
+bool WindowCombiner::add_to_pane(Pane& pane, state::KeyedMap<U>& index, const Pending& p,
+                                 std::size_t row) {
   const std::string_view key(key_bytes_.data() + p.key_begin, p.key_size);
-  auto [slot, inserted] = pane.index.try_emplace(key, p.hash);
+  auto [slot, inserted] = index.try_emplace(key, p.hash);
   if (inserted) {
     if (!inline_blocks_) {
       std::memcpy(slot->bytes, &pane.count, sizeof pane.count);
@@ -175,7 +209,7 @@ bool WindowCombiner::add_to_pane(const Pending& p, std::size_t row) {
   if (!aggregates_.add_at(b, row, eval_)) {
     if (inserted) {
       aggregates_.destroy(b);
-      pane.index.erase(key, p.hash);
+      index.erase(key, p.hash);
     }
     return false;
   }
@@ -191,22 +225,28 @@ bool WindowCombiner::take_pane(Pane& pane, state::Batch& out, std::vector<std::u
                                std::size_t max_records) {
   for (; pane.next_group < max_parallelism_; ++pane.next_group) {
     if (out.size() >= max_records) return false;
-    pane.index.for_each_in_group(pane.next_group, [&](std::string_view key, Unit& slot) {
-      std::byte* b = block(pane, slot);
-      serialized_.clear();
-      aggregates_.serialize(b, serialized_);
-      aggregates_.destroy(b);
-      const state::Field fields[2] = {
-          {key_field_, state::Value::string(out.copy_string(key))},
-          {state_field_, state::Value::string(out.copy_string(serialized_))},
-      };
-      out.add(fields, pane.start);
-      hashes.push_back(state::hash_key_bytes(key));
-      --pane.count;
-      --entries_;
-    });
+    std::visit([&](auto& index) { take_group(pane, index, out, hashes); }, pane.index);
   }
   return true;
+}
+
+template <typename U>
+void WindowCombiner::take_group(Pane& pane, state::KeyedMap<U>& index, state::Batch& out,
+                                std::vector<std::uint64_t>& hashes) {
+  index.for_each_in_group(pane.next_group, [&](std::string_view key, U& slot) {
+    std::byte* b = block(pane, slot);
+    serialized_.clear();
+    aggregates_.serialize(b, serialized_);
+    aggregates_.destroy(b);
+    const state::Field fields[2] = {
+        {key_field_, state::Value::string(out.copy_string(key))},
+        {state_field_, state::Value::string(out.copy_string(serialized_))},
+    };
+    out.add(fields, pane.start);
+    hashes.push_back(state::hash_key_bytes(key));
+    --pane.count;
+    --entries_;
+  });
 }
 
 bool WindowCombiner::take(std::int64_t watermark, state::Batch& out, std::vector<std::uint64_t>& hashes,

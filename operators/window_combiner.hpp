@@ -107,6 +107,7 @@ public:
 private:
   struct Pane;
   struct Unit;
+  struct NarrowUnit;
   // What the first pass over a batch found of one record: its pane (null: it passes through),
   // its key (in key_bytes_) and the key's hash.
   struct Pending {
@@ -120,9 +121,16 @@ private:
                  state::FieldNames& names);
 
   Pane& pane_at(std::int64_t start);
-  std::byte* block(Pane& pane, Unit& slot) const;
-  // Adds record `row` of the batch in add() to its pane; false when its aggregate arguments fail.
-  bool add_to_pane(const Pending& p, std::size_t row);
+  template <typename U> std::byte* block(Pane& pane, U& slot) const;
+  // Adds record `row` of the batch in add() to its pane, whose index is `index`; false when its
+  // aggregate arguments fail.
+  template <typename U>
+  bool add_to_pane(Pane& pane, state::KeyedMap<U>& index, const Pending& p, std::size_t row);
+  template <typename U> void prefetch(Pane& pane, std::uint64_t hash) const;
+  template <typename U>
+  void take_group(Pane& pane, state::KeyedMap<U>& index, state::Batch& out,
+                  std::vector<std::uint64_t>& hashes);
+  template <typename U> void destroy_untaken(Pane& pane, state::KeyedMap<U>& index);
   // window_.last_aligned_start(t), remembering the pane of the time before.
   bool pane_start(std::int64_t t, std::int64_t& start);
   // Takes the pane's key groups from the first not taken yet until `out` holds `max_records`;
@@ -142,7 +150,10 @@ private:
   state::FieldId key_field_;
   state::FieldId state_field_;
   std::size_t block_units_; // 16-byte units of one block
-  bool inline_blocks_;      // a block fits in the map's slot
+  // The map's slot holds an 8-byte NarrowUnit: a block of at most 8 bytes (a count), or the
+  // number of a block in Pane::blocks (one over 16 bytes). Else a 16-byte Unit with the block.
+  bool narrow_slots_;
+  bool inline_blocks_; // a block fits in the map's slot
   std::vector<Pending> pending_; // scratch, per batch
 
   // The tables of panes taken, kept for the next ones: a pane lives about a slide, and fresh
