@@ -100,8 +100,6 @@ public:
   // Holds so many entries that the sender should take_all(): a bound on its memory.
   bool full() const { return entries_ >= max_entries; }
   std::size_t entries() const { return entries_; }
-
-
   static constexpr std::size_t max_entries = std::size_t{1} << 18;
 
 private:
