@@ -233,7 +233,7 @@ bool WindowCombiner::take_pane(Pane& pane, state::Batch& out, std::vector<std::u
 template <typename U>
 void WindowCombiner::take_group(Pane& pane, state::KeyedMap<U>& index, state::Batch& out,
                                 std::vector<std::uint64_t>& hashes) {
-  index.for_each_in_group(pane.next_group, [&](std::string_view key, U& slot) {
+  index.for_each_hashed_in_group(pane.next_group, [&](std::string_view key, std::uint64_t hash, U& slot) {
     std::byte* b = block(pane, slot);
     serialized_.clear();
     aggregates_.serialize(b, serialized_);
@@ -243,7 +243,7 @@ void WindowCombiner::take_group(Pane& pane, state::KeyedMap<U>& index, state::Ba
         {state_field_, state::Value::string(out.copy_string(serialized_))},
     };
     out.add(fields, pane.start);
-    hashes.push_back(state::hash_key_bytes(key));
+    hashes.push_back(hash); // the key's, stored by the map (hash_key_bytes)
     --pane.count;
     --entries_;
   });

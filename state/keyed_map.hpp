@@ -468,6 +468,17 @@ public:
       if (!s.key.empty()) f(detail::key_view(s.key, store), s.value);
     }
   }
+  // The same with each key's stored hash: f(key bytes, hash, value&), for a caller that hands
+  // the keys on to what hashes them again (a combiner's partials, routed by key).
+  template <typename F> void for_each_hashed_in_group(std::uint32_t key_group, F&& f) {
+    check_write(key_group);
+    Group& g = group_at(key_group);
+    const detail::LongKeyStore* store = g.long_keys.get();
+    for (std::uint32_t i = 0; i < g.capacity(); ++i) {
+      Slot& s = g.slots[i];
+      if (!s.key.empty()) f(detail::key_view(s.key, store), s.hash, s.value);
+    }
+  }
   // Reads only: deferred snapshots call it on another thread (see the top of the file).
   template <typename F> void for_each_in_group(std::uint32_t key_group, F&& f) const {
     const Group& g = group_at(key_group);

@@ -204,6 +204,14 @@ TEST_CASE("KeyedMap iterates, erases and clears by key group", "[state][keyed_ma
     });
     CHECK(seen == by_group[kg]);
     CHECK(map.group_size(kg) == by_group[kg].size());
+    // The hashed visit gives the same entries, each with the hash it was stored under.
+    std::set<std::string> seen_hashed;
+    map.for_each_hashed_in_group(kg, [&](std::string_view key, std::uint64_t hash, std::int64_t& v) {
+      CHECK(hash == hash_key_bytes(key));
+      CHECK(owned[static_cast<std::size_t>(v)].bytes == key);
+      seen_hashed.insert(std::string(key));
+    });
+    CHECK(seen_hashed == seen);
   }
 
   // erase_if_in_group visits each entry of the group once and erases what it is told to.
