@@ -4,7 +4,7 @@ tool, not a test: it prints figures and fails only when a run fails.
 
     tests/bench/checkpoint.py [--keys N,N...] [--updates N] [--runs N] [--streamctl PATH]
                               [--changing P,P...] [--seconds T] [--rate R] [--skip-rescale]
-                              [--incremental [--rolling]] [--only-rescale]
+                              [--incremental [--rolling]] [--only-rescale] [--logs DIR]
 
 For each key count (default 3,300,000 and 33,000,000: about 100 MB and 1 GB of keyed state
 as serialised, ~31 bytes a key), a generator feeds a keyed window (count and sum per key, ten
@@ -89,6 +89,8 @@ def main():
     ap.add_argument("--rate", type=float, default=0, help="records per second of the steady phase; 0: unlimited")
     ap.add_argument("--streamctl", default=os.environ.get("STREAMCTL", os.path.join(os.path.dirname(__file__), "../../build/cli/streamctl")))
     ap.add_argument("--skip-rescale", action="store_true")
+    ap.add_argument("--logs", default="", help="keep each run's stderr (its -vv log) in this directory, "
+                    "as run-N.log with the command on its first line")
     ap.add_argument("--only-rescale", action="store_true", help="measure the rescale downtime only (step 5)")
     ap.add_argument("--incremental", action="store_true",
                     help="[checkpoint] incremental = true: checkpoints write only the entries that changed")
@@ -99,6 +101,9 @@ def main():
                     help='[checkpoint] snapshot: "fork" has a child process serialise and write the state, '
                          '"deferred" the writer thread the key groups written whole')
     args = ap.parse_args()
+    if args.logs:
+        os.makedirs(args.logs, exist_ok=True)
+        LOGS["dir"] = args.logs
     global INCREMENTAL, SNAPSHOT, ROLLING
     INCREMENTAL = args.incremental
     ROLLING = args.rolling
@@ -164,6 +169,8 @@ class Run:
     log: str             # its stderr
     seen: dict = field(default_factory=dict)  # {pattern: seconds when first seen on stderr}
 
+LOGS = {"dir": "", "count": 0}  # --logs: where run() keeps each run's stderr
+
 def run(cmd, env, watch=None):
     """Runs cmd to its end; fails the benchmark if it fails."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -180,6 +187,10 @@ def run(cmd, env, watch=None):
     elapsed = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     text = "".join(lines)
+    if LOGS["dir"]:
+        LOGS["count"] += 1
+        with open(os.path.join(LOGS["dir"], f"run-{LOGS['count']}.log"), "w") as f:
+            f.write(" ".join(cmd) + "\n" + text)
     if code != 0:
         sys.exit(f"{' '.join(cmd)} exited {code}:\n{text[-2000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
