@@ -73,10 +73,13 @@ FrozenKeyGroups::State FrozenKeyGroups::settle(std::size_t index, By by) {
     finish(index, done);
     return done;
   }
+  if (expected != claimed && !(by == By::writer && expected == writing_copy)) return static_cast<State>(expected);
+  const auto start = std::chrono::steady_clock::now();
   while (expected == claimed || (by == By::writer && expected == writing_copy)) {
     state.wait(expected, std::memory_order_acquire);
     expected = state.load(std::memory_order_acquire);
   }
+  if (by == By::task) stalls_.waited += std::chrono::steady_clock::now() - start;
   return static_cast<State>(expected);
 }
 

@@ -100,6 +100,7 @@ public:
   struct Stalls {
     std::chrono::nanoseconds total{0};
     std::chrono::nanoseconds longest{0}; // of one thaw or thaw_all call
+    std::chrono::nanoseconds waited{0};  // of `total`: waiting while the writer serialised a group
     std::size_t groups_by_task = 0;
     std::size_t groups_copied = 0;
     std::size_t copied_bytes = 0; // in all, written or not

@@ -357,7 +357,9 @@ TaskChain::StallWatch::~StallWatch() {
   d.stalls.longest = std::max(d.stalls.longest, now - before_);
   d.stalls.total = now;
   d.stalls.groups_by_task = d.stalls.groups_copied = d.stalls.copied_bytes = 0;
+  d.stalls.waited = {};
   for (const auto& f : d.frozen) {
+    d.stalls.waited += f->stalls().waited;
     d.stalls.groups_by_task += f->stalls().groups_by_task;
     d.stalls.groups_copied += f->stalls().groups_copied;
     d.stalls.copied_bytes += f->stalls().copied_bytes;

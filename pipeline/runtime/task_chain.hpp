@@ -146,6 +146,7 @@ public:
   struct DeferredStalls {
     std::chrono::nanoseconds longest{0};
     std::chrono::nanoseconds total{0};
+    std::chrono::nanoseconds waited{0}; // of total: waiting while the writer serialised a group
     std::size_t groups = 0;         // deferred
     std::size_t groups_by_task = 0; // of those, serialised by the task
     std::size_t groups_copied = 0;  // ... copied by the task, for the writer to serialise

@@ -184,9 +184,12 @@ TEST_CASE("a thaw waits while the writer serialises the group, then the task may
   frozen.thaw(1); // waits for the writer
   CHECK(!frozen.unsettled(1));
   CHECK(frozen.stalls().total >= std::chrono::milliseconds(10));
+  CHECK(frozen.stalls().waited >= std::chrono::milliseconds(10)); // all of it waiting
   CHECK(frozen.stalls().groups_by_task == 0);
-  frozen.thaw(2); // pending: the task serialises it
+  const auto waited = frozen.stalls().waited;
+  frozen.thaw(2); // pending: the task serialises it, which is no wait
   CHECK(frozen.stalls().groups_by_task == 1);
+  CHECK(frozen.stalls().waited == waited);
   releaser.join();
   writer.join();
   CHECK(first == "group 1");
