@@ -460,13 +460,7 @@ public:
 
   // Visits the (key bytes, value) of one key group: what a snapshot writes for the group.
   template <typename F> void for_each_in_group(std::uint32_t key_group, F&& f) {
-    check_write(key_group);
-    Group& g = group_at(key_group);
-    const detail::LongKeyStore* store = g.long_keys.get();
-    for (std::uint32_t i = 0; i < g.capacity(); ++i) {
-      Slot& s = g.slots[i];
-      if (!s.key.empty()) f(detail::key_view(s.key, store), s.value);
-    }
+    for_each_hashed_in_group(key_group, [&f](std::string_view key, std::uint64_t, V& value) { f(key, value); });
   }
   // The same with each key's stored hash: f(key bytes, hash, value&), for a caller that hands
   // the keys on to what hashes them again (a combiner's partials, routed by key).
