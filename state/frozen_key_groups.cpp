@@ -73,12 +73,14 @@ FrozenKeyGroups::State FrozenKeyGroups::settle(std::size_t index, By by) {
     finish(index, done);
     return done;
   }
-  if (expected != claimed && !(by == By::writer && expected == writing_copy)) return static_cast<State>(expected);
+  // Another thread is at the group: wait until it publishes its result.
+  const auto busy = [by](std::uint8_t s) { return s == claimed || (by == By::writer && s == writing_copy); };
+  if (!busy(expected)) return static_cast<State>(expected);
   const auto start = std::chrono::steady_clock::now();
-  while (expected == claimed || (by == By::writer && expected == writing_copy)) {
+  do {
     state.wait(expected, std::memory_order_acquire);
     expected = state.load(std::memory_order_acquire);
-  }
+  } while (busy(expected));
   if (by == By::task) stalls_.waited += std::chrono::steady_clock::now() - start;
   return static_cast<State>(expected);
 }

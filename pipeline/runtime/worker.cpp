@@ -721,8 +721,8 @@ private:
                    "{} ms of it waiting for the writer; {} of {} group(s) serialised by the task and {} copied "
                    "({:.1f} MB), {} by the next checkpoint or the end)",
                    done.checkpoint_id, stall_ms, ms(stalls->total), ms(stalls->waited), stalls->groups_by_task,
-                   stalls->groups,
-                   stalls->groups_copied, static_cast<double>(stalls->copied_bytes) / 1e6, stalls->late_groups);
+                   stalls->groups, stalls->groups_copied, static_cast<double>(stalls->copied_bytes) / 1e6,
+                   stalls->late_groups);
       }
       // The spool files the snapshot's source position needs, and the earlier files it builds
       // on, for the checkpoint's _metadata.
