@@ -13,6 +13,7 @@
 
 #include "operators/file_position.hpp"
 #include "operators/file_ranges.hpp"
+#include "operators/followed_file_source.hpp"
 #include "operators/line_source.hpp"
 #include "operators/text_format_schema.hpp"
 #include "pipeline/spec/units.hpp"
@@ -34,6 +35,11 @@ std::vector<std::string> expand_glob(const std::filesystem::path& base_dir, cons
   ::globfree(&g);
   std::sort(files.begin(), files.end());
   return files;
+}
+
+std::string file_position_key(const pipeline::PipelineSpec& spec, const std::string& pattern, const std::string& file) {
+  return std::filesystem::path(pattern).is_absolute() ? file
+                                                      : std::filesystem::path(file).lexically_relative(spec.base_dir).string();
 }
 
 namespace {
@@ -557,12 +563,32 @@ pipeline::NodeTypeSchema file_source_schema() {
                      pipeline::KeySchema{"range_bytes", pipeline::KeyType::Size, false, {}, {},
                                          "size of the ranges a file is split into when fewer files than "
                                          "subtasks match (0: never split)"});
+  schema.keys.insert(schema.keys.begin() + 2,
+                     pipeline::KeySchema{"follow", pipeline::KeyType::Bool, false, {}, {},
+                                         "tail the files: read what is appended and new files that match, "
+                                         "never ending (one subtask)"});
+  schema.keys.insert(schema.keys.begin() + 3,
+                     pipeline::KeySchema{"poll_interval", pipeline::KeyType::Duration, false, {}, {},
+                                         "with follow: how often to look for appended bytes and new files "
+                                         "(default 250ms)"});
+  schema.one_subtask_if = "follow";
   return schema;
 }
 
 std::unique_ptr<Source> make_file_source(const pipeline::PipelineSpec& spec, const pipeline::NodeSpec& node,
                                          state::FieldNames& names) {
   std::string pattern = node.config["path"].value_or(std::string());
+  if (node.config["follow"].value_or(false)) {
+    auto interval = kDefaultFollowPollInterval;
+    if (auto text = node.config["poll_interval"].value<std::string>()) {
+      auto parsed = pipeline::parse_duration_ms(*text);
+      if (!parsed || *parsed <= 0)
+        throw Error(ErrorKind::Usage, pipeline::position_of(spec, node, "poll_interval") + ": bad poll_interval '" +
+                                          *text + "': " + (parsed ? "it must be above 0" : pipeline::duration_help));
+      interval = std::chrono::milliseconds(*parsed);
+    }
+    return make_followed_file_source(spec, node, names, interval);
+  }
   auto files = expand_glob(spec.base_dir, pattern);
   if (files.empty())
     throw Error(ErrorKind::Usage, pipeline::position_of(spec, node, "path") + ": source '" + node.name +
@@ -572,10 +598,7 @@ std::unique_ptr<Source> make_file_source(const pipeline::PipelineSpec& spec, con
       throw Error(ErrorKind::Usage, pipeline::position_of(spec, node, "path") + ": source '" + node.name +
                                         "': cannot read '" + f + "': " + std::strerror(errno));
   std::vector<std::string> keys;
-  for (const auto& f : files)
-    keys.push_back(std::filesystem::path(pattern).is_absolute()
-                       ? f
-                       : std::filesystem::path(f).lexically_relative(spec.base_dir).string());
+  for (const auto& f : files) keys.push_back(file_position_key(spec, pattern, f));
   std::uint64_t range_bytes = kDefaultRangeBytes;
   if (auto i = node.config["range_bytes"].value<std::int64_t>()) {
     range_bytes = static_cast<std::uint64_t>(*i);

@@ -13,6 +13,8 @@
 //
 // The source reads no compressed input (a .gz file is read as bytes), so every file can be
 // split.
+//
+// With `follow = true` the files are tailed instead (followed_file_source.hpp).
 
 #include "operators/registry.hpp"
 
@@ -25,5 +27,10 @@ std::unique_ptr<Source> make_file_source(const pipeline::PipelineSpec&, const pi
 
 // The files a `path` glob names, sorted; relative patterns resolve against `base_dir`.
 std::vector<std::string> expand_glob(const std::filesystem::path& base_dir, const std::string& pattern);
+
+// The name a position records for `file`, matched by `pattern`: relative to the pipeline
+// file's directory when the pattern is relative (so a savepoint survives moving the pipeline
+// with its data), else the path as matched.
+std::string file_position_key(const pipeline::PipelineSpec& spec, const std::string& pattern, const std::string& file);
 
 } // namespace streamctl::operators

@@ -20,6 +20,7 @@ SourceStatus LineSource::poll(state::Batch& out, std::size_t max_records) {
     if (!reader_) {
       auto input = open_next_input();
       if (!input) {
+        if (inputs_may_follow()) return produced > 0 ? SourceStatus::Data : SourceStatus::Idle;
         done_ = true;
         return produced > 0 ? SourceStatus::Data : SourceStatus::End;
       }

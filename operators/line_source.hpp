@@ -43,8 +43,12 @@ protected:
     // the line that straddles it is read whole, and the input ends there.
     std::uint64_t end = UINT64_MAX;
   };
-  // Opens the next input, or returns nullopt when there are no more inputs.
+  // Opens the next input, or returns nullopt when there is none now: the source ends then,
+  // unless inputs_may_follow().
   virtual std::optional<Input> open_next_input() = 0;
+  // Whether an input may still come after open_next_input() found none (a followed file that
+  // grows, a new file matching the glob): poll() reports Idle then, not End.
+  virtual bool inputs_may_follow() const { return false; }
   // Called when the current input is exhausted (close it); `at` is its final progress.
   virtual void close_input(int fd, const LineProgress& at) = 0;
   // Whether reads may block (false for stdin, which may be a terminal or a slow pipe).

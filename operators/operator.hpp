@@ -9,6 +9,7 @@
 // Threading: every method is called from the one task thread that owns the object (but what
 // freeze_key_groups returns, which the snapshot writer's thread runs).
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -244,6 +245,11 @@ public:
   virtual SourceStatus poll(state::Batch& out, std::size_t max_records) = 0;
   // A file descriptor that becomes readable when poll() would make progress, or -1.
   virtual int readiness_fd() const { return -1; }
+  // With no readiness_fd(), how long the task may wait after poll() returned Idle before it
+  // polls again (control messages and timers still wake it at once): a source that looks for
+  // new input on a timer (a followed file) says when it looks next, rather than being polled
+  // a thousand times a second.
+  virtual std::chrono::milliseconds idle_wait() const { return std::chrono::milliseconds(1); }
 
   // Where each record of the last poll came from, in order, for bad-record messages of what
   // runs on them next (event time): the raw line and its 1-based number. Empty when the

@@ -368,7 +368,7 @@ private:
       maybe_send_latency_marker(now);
       router_->flush_due(now);
       heartbeat(now);
-      if (status == operators::SourceStatus::Idle) wait_for_input(source.readiness_fd(), now);
+      if (status == operators::SourceStatus::Idle) wait_for_input(source.readiness_fd(), now, source.idle_wait());
     }
   }
 

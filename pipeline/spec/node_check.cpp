@@ -192,16 +192,21 @@ std::optional<NodeDraft> check_node(Checker& c, NodeRole role, const toml::key& 
   bool takes_inputs = role != NodeRole::Source && (!schema || schema->takes_inputs);
   check_inputs(c, *table, owner, takes_inputs, d);
 
+  // A key such as a file source's `follow` makes one subtask of a type that may have many.
+  const bool one_subtask_by_key = schema && !schema->one_subtask_if.empty() &&
+                                  (*table)[schema->one_subtask_if].value_or(false);
+  const bool one_subtask = schema && (schema->single_instance || schema->one_subtask || one_subtask_by_key);
   if (auto p = table->get("parallelism")) {
     d.parallelism_where = c.pos(*p);
     if (auto n = c.int_at_least(*p, "parallelism", 1)) {
-      if (schema && (schema->single_instance || schema->one_subtask) && *n > 1)
-        c.error(c.pos(*p), "'parallelism' of " + owner.subject + " is always 1");
+      if (one_subtask && *n > 1)
+        c.error(c.pos(*p), "'parallelism' of " + owner.subject + " is always 1" +
+                               (one_subtask_by_key ? " with " + schema->one_subtask_if + " = true" : std::string()));
       else
         d.parallelism = n;
     }
   }
-  if (schema && (schema->single_instance || schema->one_subtask)) {
+  if (one_subtask) {
     d.spec.parallelism = 1;
     d.spec.one_subtask = true;
   }

@@ -71,6 +71,8 @@ struct NodeTypeSchema {
                                      // on the coordinator's host (its terminal)
   bool one_subtask = false;          // parallelism is always 1, on any host (a tcp source
                                      // listening on one address)
+  std::string one_subtask_if;        // a boolean key that, when true, makes it one_subtask
+                                     // (a file source's `follow`: one reader tails the files)
   ReadFields read_fields;            // empty: reads every field of every input
   MadeFields made_fields;            // sources only; empty: the fields are not known
   Combinable combinable;             // empty: never combined

@@ -11,7 +11,7 @@ export STREAMCTL_STATE_DIR="$WORK/state"
 cleanup() {
   # Nothing a test started may outlive it, even when the test fails half-way.
   pkill -KILL -f -- "$WORK" 2>/dev/null || true
-  rm -rf "$WORK"
+  [[ -n ${KEEP_WORK:-} ]] || rm -rf "$WORK"
 }
 trap cleanup EXIT
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <unistd.h>
 
+#include "operators/file_source.hpp"
 #include "pipeline/spec/config_loader.hpp"
 
 using namespace streamctl::pipeline;
@@ -561,6 +562,25 @@ TEST_CASE("single-instance types always run with parallelism 1", "[config]") {
   CHECK_DIAG(r, "p.toml:12:15", "'parallelism' of sink 'out' (stdout) is always 1");
   r = load(valid_head + "parallelism = 1\n");
   CHECK(r.diagnostics.empty());
+}
+
+TEST_CASE("a file source with follow = true runs one subtask; without, the job's parallelism", "[config]") {
+  const std::string head = "name = \"f\"\nparallelism = 3\n[sources.logs]\ntype = \"file\"\npath = \"*.log\"\n";
+  const std::string tail = "[sinks.out]\ntype = \"stdout\"\ninputs = [\"logs\"]\n";
+  // The file source's own schema, which names `follow` as the key that makes one subtask.
+  SchemaCatalog with_file = catalog();
+  with_file.sources[0] = streamctl::operators::file_source_schema();
+  auto load = [&](const std::string& text) { return load_pipeline_text(text, "p.toml", "/base/dir", {}, with_file); };
+  auto r = load(head + "follow = true\n" + tail);
+  INFO(all(r));
+  REQUIRE(r.spec);
+  CHECK(r.spec->nodes[0].one_subtask);
+  CHECK(r.spec->parallelism_of(r.spec->nodes[0]) == 1);
+  r = load(head + "follow = false\n" + tail);
+  REQUIRE(r.spec);
+  CHECK(r.spec->parallelism_of(r.spec->nodes[0]) == 3);
+  r = load(head + "follow = true\nparallelism = 2\n" + tail);
+  CHECK_DIAG(r, "p.toml:7:15", "'parallelism' of source 'logs' (file) is always 1 with follow = true");
 }
 
 TEST_CASE("partition and on_error are enums; dead_letter goes with on_error", "[config]") {
