@@ -298,6 +298,11 @@ public:
   virtual void write(const state::Batch& in) = 0;
   // All input has ended: flush and make the output visible (rename part files).
   virtual void finish() = 0;
+  // Called about once a second on the task's thread, also while nothing is written: a sink
+  // whose output has gone for good throws then (stdout whose reader closed it: Error
+  // OutputClosed), so that a job that has nothing more to write, a followed file's say, still
+  // ends like `| head` rather than at its next record.
+  virtual void check_output() {}
   // The job failed or this task is halted: discard the output in progress. Output prepared
   // for a checkpoint stays, since that checkpoint may have completed (a restore publishes it).
   virtual void abort() {}

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <poll.h>
 #include <random>
 #include <string_view>
 #include <unistd.h>
@@ -276,6 +277,14 @@ private:
         fail_io("cannot record progress in", path);
     }
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) fail_io("cannot delete", path);
+  }
+
+  // A pipe whose reader has closed it polls as POLLERR (a terminal or a file never does): the
+  // job ends as a write would have ended it, without waiting for one.
+  void check_output() override {
+    pollfd p{STDOUT_FILENO, 0, 0};
+    if (::poll(&p, 1, 0) == 1 && (p.revents & POLLERR) != 0)
+      throw Error(ErrorKind::OutputClosed, "sink '" + ctx_.node->name + "': the reader of stdout has gone");
   }
 
   void write_stdout(std::string_view bytes) {

@@ -173,6 +173,10 @@ public:
   // publishes nothing twice.
   void finish_operators(const Emit& emit);
   void finish_sink();
+  // Sink::check_output of the chain's sink, if it has one.
+  void check_sink_output() {
+    if (sink_) sink_->check_output();
+  }
 
   // Every node's counters, and what each operator holds as `state` says: measuring the state
   // walks it (some operators visit every entry), so `recent` reuses the last figures until a

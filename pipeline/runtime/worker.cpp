@@ -824,6 +824,7 @@ private:
     send_tapped(now);
     if (now - last_heartbeat_ < kHeartbeatEvery) return;
     last_heartbeat_ = now;
+    chain_->check_sink_output();
     transport::ControlMessage beat{"HEARTBEAT", {}};
     beat.set("metrics", encode_metrics(chain_->metrics(TaskChain::StateFigures::recent)));
     load(now).write_to(beat);

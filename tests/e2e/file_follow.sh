@@ -3,8 +3,9 @@
 # two pieces, while workers are killed with -9 and the job restarts from its checkpoints. Every
 # record is committed exactly once. Then the job is stopped with a savepoint while a line is
 # half-written; the writer finishes it, rotates again and goes on, and a run from the savepoint
-# commits the rest: nothing lost or repeated across the two runs. Timings and kills are drawn
-# from a seed that a failing run prints (FOLLOW_SEED=N reruns it).
+# commits the rest: nothing lost or repeated across the two runs. Last, `| head` ends a followed
+# job. Timings and kills are drawn from a seed that a failing run prints (FOLLOW_SEED=N reruns
+# it).
 source "$(dirname "$0")/lib/common.bash"
 source "$(dirname "$0")/lib/exactly_once.bash"
 seed_random file_follow FOLLOW_SEED
@@ -138,5 +139,26 @@ print(" ".join("%d=%d" % kv for kv in sorted(n.items())))')
 assert_eq "0=572 1=572 2=572 3=571 4=571 5=571 6=571" "$last_counts" "counts per key after kills and a savepoint"
 renamed=$(cat "$WORK/run1.log" "$WORK/run2.log" | grep -c "renamed since" || true)
 echo "file_follow: $renamed restore(s) found a file under a new name"
+
+# 3. `| head` ends a followed job whose files have nothing more, quietly with 141, as it ends
+# any other: it once waited for a next record that would have met the closed pipe.
+cat >"$WORK/head.toml" <<TOML
+name = "follow-head"
+[sources.tail]
+type = "file"
+path = "$WORK/logs/app.log*"
+follow = true
+[sinks.out]
+type = "stdout"
+inputs = ["tail"]
+TOML
+set +o pipefail
+timeout 30 "$STREAMCTL" run "$WORK/head.toml" 2>"$WORK/head.err" | head -3 >"$WORK/head"
+code=${PIPESTATUS[0]}
+set -o pipefail
+assert_eq 141 "$code" "exit code of a followed job when stdout closes (124: it never ended)"
+assert_eq 3 "$(wc -l <"$WORK/head" | tr -d ' ')" "lines read by head"
+assert_eq "" "$(cat "$WORK/head.err")" "stderr when stdout closes"
+
 assert_no_processes_left
 echo "file_follow: ok ($rotations rotations, $KILLS kills)"

@@ -380,3 +380,29 @@ TEST_CASE("a stdout reader that has gone ends the job as OutputClosed", "[stdout
     CHECK(kind == ErrorKind::OutputClosed);
   }
 }
+
+// A job with nothing more to write (a followed file that stays quiet) never wrote again after
+// `| head` had gone, and so ran on; the worker now asks the sink about its output every second.
+TEST_CASE("check_output ends the job once stdout's reader has gone, with nothing to write", "[stdout_sink]") {
+  TempDir dir;
+  Harness h(kPipeline);
+  int pipe_fds[2];
+  REQUIRE(::pipe(pipe_fds) == 0);
+  {
+    StdoutCapture capture(pipe_fds[1]);
+    auto sink = open_sink(h, fs::path());
+    CHECK_NOTHROW(sink->check_output()); // a reader is there
+    ::close(pipe_fds[0]);
+    auto kind = ErrorKind::Internal;
+    try {
+      sink->check_output();
+    } catch (const Error& e) {
+      kind = e.kind();
+    }
+    CHECK(kind == ErrorKind::OutputClosed);
+  }
+  ::close(pipe_fds[1]);
+  // A file never reports its reader gone.
+  StdoutCapture file(dir.path / "out");
+  CHECK_NOTHROW(open_sink(h, fs::path())->check_output());
+}
