@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <fcntl.h>
 #include <set>
 #include <sys/stat.h>
@@ -26,6 +27,7 @@ struct Followed {
   int fd = -1;            // open from discovery until let go
   LineProgress at;        // consumed so far: whole lines
   std::uint64_t seen = 0; // bytes read when last read to the end (a held line included)
+  timespec modified{};    // its mtime when last looked at (settled), to notice a rewrite
   int missed = 0;         // scans in a row that did not find it
   bool gone = false;      // missed by two scans: at no matching path any more
   bool final_read = false; // gone and quiet: its last read, after which it is let go
@@ -67,9 +69,11 @@ public:
         if (!now) failed(f, now.error());
         identity = *now;
       }
-      // A file let go keeps the name it had, which a new file may hold now; entries of a
-      // position have distinct names, and a restore matches files by identity anyway.
-      std::string name = f.gone ? f.key + " (rotated away, inode " + std::to_string(f.identity.inode) + ")" : f.key;
+      // A file the last scan did not find keeps the name it had, which a new file may hold
+      // now; entries of a position have distinct names, and a restore matches files by
+      // identity anyway.
+      std::string name =
+          f.missed > 0 ? f.key + " (rotated away, inode " + std::to_string(f.identity.inode) + ")" : f.key;
       listed.push_back(FilePositionEntry{std::move(name), identity, 0, 0, at.offset, at.line, !reading, at.header});
     }
     write_file_position(out, listed);
@@ -258,7 +262,7 @@ private:
       return std::nullopt;
     }
     unreadable_.erase(path);
-    Followed f{path, file_position_key(spec_, pattern_, path), *identity, fd, {}, 0, 0, false, false, false};
+    Followed f{path, file_position_key(spec_, pattern_, path), *identity, fd, {}, 0, {}, 0, false, false, false};
     if (resume_let_go(f)) return f;
     // A copy of a followed file that was then truncated or rotated away (logrotate's
     // copytruncate, a copy moved over it): it goes on where that file was, which is read from
@@ -277,12 +281,10 @@ private:
              " bytes alike) and that file was truncated or rotated away: taking it for a copy, going on at byte " +
              std::to_string(original.at.offset));
         f.at = original.at;
-        if (original.gone) {
+        if (original.gone)
           let_go(original, false);
-        } else {
-          original.at = {};
-          original.seen = 0;
-        }
+        else
+          forget_read(original);
         break;
       }
     }
@@ -310,7 +312,11 @@ private:
     if (size < f.at.offset) {
       read_again(f, "was truncated (to " + std::to_string(size) + " bytes; " + std::to_string(f.at.offset) +
                         " were read)");
+    } else if (size == f.seen && !same_time(st.st_mtim, f.modified) && !still_starts_as_read(f)) {
+      // Rewritten since it was read, to the same size (a truncation and as many bytes again).
+      read_again(f, "was rewritten in place (its first bytes changed)");
     } else if (size == f.seen) {
+      f.modified = settled(st.st_mtim);
       if (!f.gone) return std::nullopt;
       // Gone and quiet: read its last unterminated line, if any, and let it go.
       if (size == f.at.offset || f.final_read) {
@@ -318,20 +324,38 @@ private:
         return std::nullopt;
       }
       f.final_read = true;
-    } else if (f.started()) {
-      auto first = read_first_bytes(f.fd);
-      if (!first) failed(f, first.error());
-      if (!starts_with_fingerprint(*first, f.identity)) read_again(f, "was rewritten in place (its first bytes changed)");
+    } else if (f.started() && !still_starts_as_read(f)) {
+      read_again(f, "was rewritten in place (its first bytes changed)");
     }
+    f.modified = settled(st.st_mtim);
     if (::lseek(f.fd, static_cast<off_t>(f.at.offset), SEEK_SET) < 0)
       failed(f, std::string("cannot seek in it: ") + std::strerror(errno));
     current_ = k;
     return Input{f.fd, f.at, UINT64_MAX};
   }
 
+  bool still_starts_as_read(const Followed& f) const {
+    auto first = read_first_bytes(f.fd);
+    if (!first) failed(f, first.error());
+    return starts_with_fingerprint(*first, f.identity);
+  }
+  static bool same_time(const timespec& a, const timespec& b) { return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec; }
+  // A file's mtime, or zero (never equal to one) while it is too recent to tell two writes
+  // apart: the kernel stamps files from a coarse clock, so a rewrite a few milliseconds after
+  // the last write may leave the mtime as it was; the first bytes are then looked at again.
+  static timespec settled(const timespec& mtime) {
+    timespec now{};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    const auto ns = [](const timespec& t) { return std::int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec; };
+    return ns(now) - ns(mtime) > 50'000'000 ? mtime : timespec{};
+  }
+
   // What was read of `f` is not in it any more: everything in it now is new.
   void read_again(Followed& f, const std::string& why) {
     warn("'" + f.path + "' " + why + ": reading it again from its start");
+    forget_read(f);
+  }
+  void forget_read(Followed& f) {
     f.at = {};
     f.seen = 0;
     auto identity = identify_file(f.fd);
