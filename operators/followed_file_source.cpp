@@ -73,7 +73,7 @@ public:
       // now; entries of a position have distinct names, and a restore matches files by
       // identity anyway.
       std::string name =
-          f.missed > 0 ? f.key + " (rotated away, inode " + std::to_string(f.identity.inode) + ")" : f.key;
+          f.missed > 0 ? f.key + kRotatedAway + std::to_string(f.identity.inode) + ")" : f.key;
       listed.push_back(FilePositionEntry{std::move(name), identity, 0, 0, at.offset, at.line, !reading, at.header});
     }
     write_file_position(out, listed);
@@ -169,6 +169,8 @@ protected:
 private:
   static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
   static constexpr std::size_t kLetGoRemembered = 4096;
+  // What a position appends to the name of a file the last scan did not find.
+  static constexpr const char* kRotatedAway = " (rotated away, inode ";
 
   // A file let go, or recorded by the restored snapshot and not found: what was read of it.
   struct LetGo {
@@ -334,11 +336,13 @@ private:
     return Input{f.fd, f.at, UINT64_MAX};
   }
 
-  bool still_starts_as_read(const Followed& f) const {
+  // Whether `f` starts with the bytes `id` fingerprinted.
+  bool starts_as(const Followed& f, const FileIdentity& id) const {
     auto first = read_first_bytes(f.fd);
     if (!first) failed(f, first.error());
-    return starts_with_fingerprint(*first, f.identity);
+    return starts_with_fingerprint(*first, id);
   }
+  bool still_starts_as_read(const Followed& f) const { return starts_as(f, f.identity); }
   static bool same_time(const timespec& a, const timespec& b) { return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec; }
   // A file's mtime, or zero (never equal to one) while it is too recent to tell two writes
   // apart: the kernel stamps files from a coarse clock, so a rewrite a few milliseconds after
@@ -371,11 +375,6 @@ private:
       if (::fstat(f.fd, &st) != 0) failed(f, std::string("cannot stat it: ") + std::strerror(errno));
       return static_cast<std::uint64_t>(st.st_size);
     };
-    auto starts_with = [&](const Followed& f, const FileIdentity& id) {
-      auto first = read_first_bytes(f.fd);
-      if (!first) failed(f, first.error());
-      return starts_with_fingerprint(*first, id);
-    };
     auto go_on = [&](std::size_t k) -> std::optional<std::size_t> {
       files_[k].at = LineProgress{e.offset, e.line, e.header};
       return k;
@@ -396,8 +395,8 @@ private:
     for (std::size_t k = 0; k < files_.size(); ++k) {
       const Followed& f = files_[k];
       if (claimed[k] || f.identity.device != id.device || f.identity.inode != id.inode) continue;
-      if (size_of(f) >= e.offset && starts_with(f, id)) {
-        if (e.name != f.key && !e.name.ends_with(")"))
+      if (size_of(f) >= e.offset && starts_as(f, id)) {
+        if (e.name != f.key && e.name.find(kRotatedAway) == std::string::npos)
           warn("'" + f.path + "' is '" + e.name + "' of the snapshot, renamed since: going on at byte " +
                std::to_string(e.offset));
         return go_on(k);
@@ -409,7 +408,7 @@ private:
     if (e.offset > 0) {
       for (std::size_t k = 0; k < files_.size(); ++k) {
         const Followed& f = files_[k];
-        if (claimed[k] || size_of(f) < e.offset || !starts_with(f, id)) continue;
+        if (claimed[k] || size_of(f) < e.offset || !starts_as(f, id)) continue;
         if (id.fingerprint_bytes < kFingerprintBytes)
           return fail("source '" + ctx_.node->name + "': cannot tell which file '" + f.path + "' is: it is not the file '" +
                       e.name + "' the snapshot read but starts with the same " + std::to_string(id.fingerprint_bytes) +
