@@ -1,11 +1,16 @@
 #include "operators/window.hpp"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <cstring>
 #include <new>
 #include <optional>
+#include <stop_token>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 
@@ -328,6 +333,8 @@ public:
   }
 
   void process(const state::Batch& in, state::Batch& out) override {
+    if (prepare_copies_) [[unlikely]]
+      prepare_copy_memory();
     const std::int64_t now = ctx_.now_ms();
     begin_batch(now);
     plan(in, now);
@@ -462,6 +469,7 @@ public:
     // deltas this barrier froze (freeze_pending_take), which stay frozen beside these.
     const bool beside_deltas = std::exchange(frozen_deltas_now_, false);
     if (!beside_deltas) freezer_.thaw_all();
+    if (copy_memory_) copy_memory_->age();
     auto timers = std::make_shared<const state::BarrierTimers>(range_, groups, *timers_,
                                                                [this](std::uint32_t g) { return group_is_empty(g); });
     auto serialise = [this, timers](std::uint32_t g, std::string& out) {
@@ -498,6 +506,31 @@ public:
               out.append(*timers->of(g));
             },
             bytes};
+  }
+
+  // After a restore (GroupLoad::install set prepare_copies_), when deferred snapshots may copy
+  // groups: fills the copy memory with blocks of the restored tables' shapes, on a thread of
+  // its own, so that the first checkpoint's copies do not fault in fresh pages on the task's
+  // thread (state/recycled_memory.hpp). As much as the pool keeps (the copy budget); the
+  // checkpoints' use ages out the rest.
+  void prepare_copy_memory() {
+    prepare_copies_ = false;
+    if (!(inline_blocks_ && aggregates_.plain_bytes())) return;
+    if (ctx_.pipeline == nullptr || ctx_.pipeline->root["checkpoint"]["snapshot"].value_or(std::string()) != "deferred")
+      return;
+    if (!copy_memory_)
+      copy_memory_ = std::make_shared<state::RecycledMemory>(state::FrozenKeyGroups::default_copy_budget);
+    std::vector<std::size_t> sizes;
+    for (std::uint32_t g = range_.first; g < range_.end; ++g)
+      for (const Domain& d : domains_)
+        if (std::size_t bytes = d.windows->group_table_bytes(g); bytes > 0) sizes.push_back(bytes);
+    if (sizes.empty()) return;
+    copy_preparer_ = std::jthread([memory = copy_memory_, sizes = std::move(sizes)](std::stop_token stop) {
+      // Only on a core nothing else wants: the task, the writer and the coordinator come first.
+      sched_param idle{};
+      pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
+      memory->prepare(sizes, Windows::table_align(), stop);
+    });
   }
 
   bool take_changed_key_groups(std::vector<std::uint32_t>& out) override {
@@ -691,6 +724,7 @@ private:
 
     Result<void> install() override {
       self_.freezer_.thaw(group_);
+      self_.prepare_copies_ = true;
       for (int di = 0; di < 2; ++di)
         if (self_.domains_[di].windows->group_size(group_) != 0)
           return self_.restore_failure(group_, "restored twice");
@@ -1367,6 +1401,8 @@ private:
   bool frozen_deltas_now_ = false; // freeze_pending_take froze deltas at this barrier
   // Where deferred snapshots' copies of groups are made (shared with copies the writer holds).
   std::shared_ptr<state::RecycledMemory> copy_memory_;
+  bool prepare_copies_ = false;  // groups were restored since (prepare_copy_memory)
+  std::jthread copy_preparer_;   // prepare_copy_memory's, joined when it goes
   // Deferred snapshots: the groups frozen at the last barrier (see freeze_key_groups). Last, so
   // that it is destroyed first (it abandons what is still frozen).
   state::KeyGroupFreezer freezer_;

@@ -1,5 +1,6 @@
 #include "state/frozen_key_groups.hpp"
 
+#include <thread>
 #include <utility>
 
 namespace streamctl::state {
@@ -111,8 +112,17 @@ void FrozenKeyGroups::thaw_all() {
   record_stall(start);
 }
 
+void FrozenKeyGroups::leave_to_task(std::size_t index) const {
+  if (!copy_) return;
+  const auto until = frozen_at_ + copy_grace;
+  // A poll, not an atomic wait: that has no timeout. At most copy_grace for a whole checkpoint.
+  while (states_[index].load(std::memory_order_acquire) == pending && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
 std::optional<std::string> FrozenKeyGroups::take(std::size_t index) {
   std::atomic<std::uint8_t>& state = states_[index];
+  leave_to_task(index);
   State s = settle(index, By::writer);
   if (s == copied) {
     std::uint8_t expected = copied;

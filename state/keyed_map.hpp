@@ -432,6 +432,12 @@ public:
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   std::size_t group_size(std::uint32_t key_group) const { return group_at(key_group).size; }
+  // The bytes of one key group's slot table (0 when it has none): what copy_group_into asks
+  // the target's SlotMemory for, with table_align().
+  std::size_t group_table_bytes(std::uint32_t key_group) const {
+    return sizeof(Slot) * group_at(key_group).capacity();
+  }
+  static constexpr std::align_val_t table_align() { return slot_align; }
 
   // Heap bytes held: slot tables, long-key buffers, the group directory, and what values own
   // when V is std::string or has `std::size_t heap_bytes() const` (then O(size()), else

@@ -1,19 +1,23 @@
 #include "state/recycled_memory.hpp"
 
+#include <iterator>
+
 #include "state/table_memory.hpp"
 
 namespace streamctl::state {
 
 RecycledMemory::~RecycledMemory() {
-  for (auto& [shape, p] : kept_) free_table(p, shape.first, std::align_val_t(shape.second));
+  for (auto& [shape, kept] : kept_) free_table(kept.block, shape.first, std::align_val_t(shape.second));
 }
 
 void* RecycledMemory::allocate(std::size_t bytes, std::align_val_t align) {
   const Shape shape{bytes, static_cast<std::size_t>(align)};
   {
     std::lock_guard lock(mutex_);
-    if (auto it = kept_.find(shape); it != kept_.end()) {
-      void* p = it->second;
+    // The block kept last: the ones used at every checkpoint stay in use, and the rest age out.
+    if (auto [first, last] = kept_.equal_range(shape); first != last) {
+      auto it = std::prev(last);
+      void* p = it->second.block;
       kept_.erase(it);
       retained_ -= bytes;
       ++reused_;
@@ -25,19 +29,77 @@ void* RecycledMemory::allocate(std::size_t bytes, std::align_val_t align) {
 }
 
 void RecycledMemory::free(void* p, std::size_t bytes, std::align_val_t align) noexcept {
-  if (p == nullptr) return;
+  std::vector<std::pair<Shape, void*>> aged;
+  bool kept = false;
   {
     std::lock_guard lock(mutex_);
-    if (retained_ + bytes <= cap_) {
+    try {
+      aged = take_aged_out();
+    } catch (const std::bad_alloc&) { // they stay kept, and go with a later free
+    }
+    if (p != nullptr && retained_ + bytes <= cap_) {
       try {
-        kept_.emplace(Shape{bytes, static_cast<std::size_t>(align)}, p);
+        kept_.emplace(Shape{bytes, static_cast<std::size_t>(align)}, Kept{p, period_});
         retained_ += bytes;
-        return;
+        kept = true;
       } catch (const std::bad_alloc&) { // no node for it: give it back instead
       }
     }
   }
-  free_table(p, bytes, align);
+  for (auto& [shape, block] : aged) free_table(block, shape.first, std::align_val_t(shape.second));
+  if (!kept) free_table(p, bytes, align);
+}
+
+std::vector<std::pair<RecycledMemory::Shape, void*>> RecycledMemory::take_aged_out() {
+  std::vector<std::pair<Shape, void*>> aged;
+  if (swept_period_ == period_) return aged; // swept already since the last age()
+  for (auto it = kept_.begin(); it != kept_.end();) {
+    // Kept in period p, it was not taken in the whole periods p + 1 ... p + idle_periods.
+    if (it->second.period + idle_periods + 1 <= period_) {
+      aged.emplace_back(it->first, it->second.block);
+      retained_ -= it->first.first;
+      ++aged_out_;
+      it = kept_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  swept_period_ = period_;
+  return aged;
+}
+
+std::size_t RecycledMemory::prepare(const std::vector<std::size_t>& sizes, std::align_val_t align,
+                                    std::stop_token stop) {
+  std::size_t kept = 0;
+  for (std::size_t bytes : sizes) {
+    if (stop.stop_requested()) break;
+    if (bytes == 0) continue;
+    {
+      std::lock_guard lock(mutex_);
+      if (retained_ + bytes > cap_) break;
+    }
+    void* p = nullptr;
+    try {
+      p = allocate_table(bytes, align);
+      std::lock_guard lock(mutex_);
+      if (retained_ + bytes <= cap_) { // copies freed meanwhile may have filled it
+        kept_.emplace(Shape{bytes, static_cast<std::size_t>(align)}, Kept{p, period_});
+        retained_ += bytes;
+        kept += bytes;
+        ++prepared_;
+        continue;
+      }
+    } catch (const std::bad_alloc&) { // no memory to spare now: the copies will find their own
+    }
+    free_table(p, bytes, align);
+    break;
+  }
+  return kept;
+}
+
+void RecycledMemory::age() {
+  std::lock_guard lock(mutex_);
+  ++period_;
 }
 
 std::size_t RecycledMemory::retained_bytes() const {
@@ -53,6 +115,16 @@ std::size_t RecycledMemory::reused() const {
 std::size_t RecycledMemory::fresh() const {
   std::lock_guard lock(mutex_);
   return fresh_;
+}
+
+std::size_t RecycledMemory::prepared() const {
+  std::lock_guard lock(mutex_);
+  return prepared_;
+}
+
+std::size_t RecycledMemory::aged_out() const {
+  std::lock_guard lock(mutex_);
+  return aged_out_;
 }
 
 } // namespace streamctl::state

@@ -163,7 +163,36 @@ void check_deferred(const std::string& toml, std::uint64_t seed, bool watermark_
   CHECK(!from_sync.out.empty());
 }
 
+// The same for a window restored in a job with [checkpoint] snapshot = "deferred": its first
+// batch starts a thread that fills the copy memory ahead (prepare_copy_memory), which runs on
+// while the task copies frozen groups and the writer frees the copies.
+void check_deferred_after_restore(std::uint64_t seed) {
+  INFO("seed " << seed);
+  const std::string toml = copyable_window_toml() + "[checkpoint]\nsnapshot = \"deferred\"\n";
+  std::mt19937_64 rng(seed);
+  Harness h_loaded(toml), h(toml);
+  Run loaded(h_loaded), run(h);
+  loaded.records(records(rng, 4'000, 0, 300), 0, 1 + rng() % 900);
+  loaded.watermark(1'000);
+  REQUIRE(run.restore(loaded.snapshot(), loaded.snapshot_subtask()));
+  run.records(records(rng, 300, 1'500, 300), 0, 1 + rng() % 100);
+  Outcome o = run_barrier(h, run, rng, rng() % 2 == 0);
+  REQUIRE(o.deferred.size() == kMaxParallelism);
+  for (std::uint32_t g = 0; g < kMaxParallelism; ++g) {
+    INFO("key group " << g);
+    CHECK(o.deferred[g] == o.at_barrier[g]);
+  }
+  CHECK(o.stalls.groups_copied > 0);
+  CHECK(o.stalls.groups_by_task == 0);
+}
+
 } // namespace
+
+TEST_CASE("a restored window fills its copy memory ahead while deferred groups are copied and written",
+          "[deferred][window]") {
+  const std::uint64_t base = std::random_device{}();
+  for (std::uint64_t k = 0; k < 4; ++k) check_deferred_after_restore(base + k);
+}
 
 TEST_CASE("a window's deferred key groups are the bytes of the barrier, whatever the task does after it",
           "[deferred][window]") {

@@ -3,6 +3,7 @@
 // back to it (deferred snapshots' copies of key groups).
 #include <catch2/catch.hpp>
 
+#include <stop_token>
 #include <string>
 #include <thread>
 
@@ -53,4 +54,60 @@ TEST_CASE("a KeyedMap on recycled memory frees its tables there, and the next co
     CHECK(memory.fresh() == 1); // the first copy's table, reused by the later ones
     CHECK(memory.reused() == static_cast<std::size_t>(round));
   }
+}
+
+TEST_CASE("prepared blocks serve the next allocations of their shape, up to the cap", "[recycled_memory]") {
+  constexpr std::size_t mib = std::size_t{1} << 20;
+  const auto a64 = std::align_val_t{64};
+  st::RecycledMemory memory(10 * mib);
+  // Three of four fit under the cap (large blocks: mmap'd and populated, table_memory.hpp).
+  CHECK(memory.prepare({3 * mib, 0, 3 * mib, 3 * mib, 3 * mib}, a64) == 9 * mib);
+  CHECK(memory.prepared() == 3);
+  CHECK(memory.retained_bytes() == 9 * mib);
+  void* a = memory.allocate(3 * mib, a64);
+  void* b = memory.allocate(3 * mib, a64);
+  static_cast<char*>(a)[3 * mib - 1] = 1; // writable to its end
+  CHECK(memory.fresh() == 0);
+  CHECK(memory.reused() == 2);
+  void* other = memory.allocate(2 * mib, a64); // no block of that shape: fresh
+  CHECK(memory.fresh() == 1);
+  memory.free(a, 3 * mib, a64);
+  memory.free(b, 3 * mib, a64);
+  memory.free(other, 2 * mib, a64); // 9 MiB kept already: 11 would pass the cap
+  CHECK(memory.retained_bytes() == 9 * mib);
+
+  std::stop_source stop;
+  stop.request_stop();
+  CHECK(memory.prepare({mib}, a64, stop.get_token()) == 0); // asked to stop: keeps nothing
+  CHECK(memory.prepared() == 3);
+}
+
+TEST_CASE("a kept block that no checkpoint takes for idle_periods periods is released", "[recycled_memory]") {
+  constexpr std::size_t mib = std::size_t{1} << 20;
+  const auto a64 = std::align_val_t{64};
+  st::RecycledMemory memory(64 * mib);
+  REQUIRE(memory.prepare({3 * mib, 3 * mib, 3 * mib}, a64) == 9 * mib); // after a restore
+  // Each period (between two barriers) the copies take two blocks, and the writer frees them.
+  for (std::uint64_t period = 1; period <= st::RecycledMemory::idle_periods; ++period) {
+    memory.age(); // the barrier
+    void* a = memory.allocate(3 * mib, a64);
+    void* b = memory.allocate(3 * mib, a64);
+    memory.free(a, 3 * mib, a64);
+    memory.free(b, 3 * mib, a64);
+    INFO("period " << period);
+    CHECK(memory.aged_out() == 0); // the third has not been idle long enough
+    CHECK(memory.retained_bytes() == 9 * mib);
+  }
+  memory.age();
+  void* a = memory.allocate(3 * mib, a64);
+  memory.free(a, 3 * mib, a64); // the period's first free releases the block idle since the restore
+  CHECK(memory.aged_out() == 1);
+  CHECK(memory.retained_bytes() == 6 * mib);
+  CHECK(memory.fresh() == 0);
+  // The block b had stays kept: it was taken a period ago.
+  void* again = memory.allocate(3 * mib, a64);
+  void* too = memory.allocate(3 * mib, a64);
+  CHECK(memory.fresh() == 0);
+  memory.free(again, 3 * mib, a64);
+  memory.free(too, 3 * mib, a64);
 }
