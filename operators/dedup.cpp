@@ -4,6 +4,7 @@
 #include <limits>
 #include <optional>
 #include <sstream>
+#include <thread>
 #include <memory>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "operators/field_reads.hpp"
 #include "operators/key_fields.hpp"
 #include "pipeline/spec/pipeline_spec.hpp"
+#include "pipeline/spec/snapshot_mode.hpp"
 #include "state/changed_groups.hpp"
 #include "state/error.hpp"
 #include "state/barrier_timers.hpp"
@@ -76,6 +78,8 @@ public:
   }
 
   void process(const state::Batch& in, state::Batch& out) override {
+    if (prepare_copies_) [[unlikely]]
+      prepare_copy_memory();
     // Kept records are shared with the input batch, not copied.
     out.retain_memory_of(in);
     std::optional<std::int64_t> now; // read once per batch, and only when a record needs it
@@ -198,6 +202,7 @@ public:
   std::shared_ptr<state::FrozenKeyGroups> freeze_key_groups(const std::vector<std::uint32_t>& groups) override {
     if (!kept_) return nullptr;
     freezer_.thaw_all(); // the earlier freeze's groups are the task's again before timers are read
+    if (copy_memory_) copy_memory_->age();
     const state::KeyGroupRange range = kept_->key_group_range();
     auto timers = std::make_shared<const state::BarrierTimers>(
         range, groups, *timers_, [this](std::uint32_t g) { return exact_group_is_empty(g); });
@@ -221,6 +226,21 @@ public:
               bytes};
     };
     return freezer_.freeze(range, groups, std::move(serialise), std::move(copy));
+  }
+
+  // After a restore of kept keys, with deferred snapshots: the copy memory is filled ahead with
+  // blocks of the restored tables' shapes, as the window does (AlignedWindows::
+  // prepare_copy_memory, state/recycled_memory.hpp).
+  void prepare_copy_memory() {
+    prepare_copies_ = false;
+    if (!kept_ || ctx_.pipeline == nullptr || !pipeline::deferred_snapshots_of(*ctx_.pipeline)) return;
+    if (!copy_memory_)
+      copy_memory_ = std::make_shared<state::RecycledMemory>(state::FrozenKeyGroups::default_copy_budget);
+    std::vector<std::size_t> sizes;
+    const state::KeyGroupRange range = kept_->key_group_range();
+    for (std::uint32_t g = range.first; g < range.end; ++g)
+      if (std::size_t bytes = kept_->group_table_bytes(g); bytes > 0) sizes.push_back(bytes);
+    if (!sizes.empty()) copy_preparer_ = state::prepare_in_background(copy_memory_, std::move(sizes), Kept::table_align());
   }
 
   Result<void> restore_key_group(std::uint32_t key_group, std::string_view data) override {
@@ -312,6 +332,7 @@ private:
 
     Result<void> install() override {
       self_.freezer_.thaw(group_);
+      self_.prepare_copies_ = true;
       if (self_.kept_->group_size(group_) != 0) return self_.restore_failure(group_, "restored twice");
       if (kept_.size() != 0) self_.kept_->adopt_group(group_, kept_);
       timers_.register_all(*self_.timers_);
@@ -443,6 +464,8 @@ private:
   std::string key_bytes_; // scratch
   // exact, deferred snapshots: where copies of groups are made (shared with copies in flight).
   std::shared_ptr<state::RecycledMemory> copy_memory_;
+  bool prepare_copies_ = false; // groups were restored since (prepare_copy_memory)
+  std::jthread copy_preparer_;  // prepare_copy_memory's, joined when it goes
   // Deferred snapshots: the groups frozen at the last barrier (see freeze_key_groups). Last, so
   // that it is destroyed first (it abandons what is still frozen).
   state::KeyGroupFreezer freezer_;

@@ -1,15 +1,11 @@
 #include "operators/window.hpp"
 
-#include <pthread.h>
-#include <sched.h>
-
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <cstring>
 #include <new>
 #include <optional>
-#include <stop_token>
 #include <thread>
 #include <tuple>
 #include <unordered_map>
@@ -20,6 +16,7 @@
 #include "operators/session_windows.hpp"
 #include "operators/toml_order.hpp"
 #include "operators/window_combiner.hpp"
+#include "pipeline/spec/snapshot_mode.hpp"
 #include "state/changed_entries.hpp"
 #include "state/changed_groups.hpp"
 #include "state/delta_captures.hpp"
@@ -516,8 +513,7 @@ public:
   void prepare_copy_memory() {
     prepare_copies_ = false;
     if (!(inline_blocks_ && aggregates_.plain_bytes())) return;
-    if (ctx_.pipeline == nullptr || ctx_.pipeline->root["checkpoint"]["snapshot"].value_or(std::string()) != "deferred")
-      return;
+    if (ctx_.pipeline == nullptr || !pipeline::deferred_snapshots_of(*ctx_.pipeline)) return;
     if (!copy_memory_)
       copy_memory_ = std::make_shared<state::RecycledMemory>(state::FrozenKeyGroups::default_copy_budget);
     std::vector<std::size_t> sizes;
@@ -525,12 +521,7 @@ public:
       for (const Domain& d : domains_)
         if (std::size_t bytes = d.windows->group_table_bytes(g); bytes > 0) sizes.push_back(bytes);
     if (sizes.empty()) return;
-    copy_preparer_ = std::jthread([memory = copy_memory_, sizes = std::move(sizes)](std::stop_token stop) {
-      // Only on a core nothing else wants: the task, the writer and the coordinator come first.
-      sched_param idle{};
-      pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
-      memory->prepare(sizes, Windows::table_align(), stop);
-    });
+    copy_preparer_ = state::prepare_in_background(copy_memory_, std::move(sizes), Windows::table_align());
   }
 
   bool take_changed_key_groups(std::vector<std::uint32_t>& out) override {

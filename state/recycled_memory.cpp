@@ -1,5 +1,8 @@
 #include "state/recycled_memory.hpp"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <iterator>
 
 #include "state/table_memory.hpp"
@@ -125,6 +128,15 @@ std::size_t RecycledMemory::prepared() const {
 std::size_t RecycledMemory::aged_out() const {
   std::lock_guard lock(mutex_);
   return aged_out_;
+}
+
+std::jthread prepare_in_background(std::shared_ptr<RecycledMemory> memory, std::vector<std::size_t> sizes,
+                                   std::align_val_t align) {
+  return std::jthread([memory = std::move(memory), sizes = std::move(sizes), align](std::stop_token stop) {
+    sched_param idle{};
+    pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle); // where refused, it runs as others do
+    memory->prepare(sizes, align, stop);
+  });
 }
 
 } // namespace streamctl::state

@@ -31,9 +31,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <stop_token>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -91,5 +93,11 @@ private:
   std::size_t prepared_ = 0;          // under mutex_
   std::size_t aged_out_ = 0;          // under mutex_
 };
+
+// Starts memory->prepare(sizes, align) on a thread of its own, scheduled SCHED_IDLE (only on a
+// core that nothing else wants: the task, the writer and the coordinator come first). The
+// thread is asked to stop, and joined, when the returned jthread goes.
+std::jthread prepare_in_background(std::shared_ptr<RecycledMemory> memory, std::vector<std::size_t> sizes,
+                                   std::align_val_t align);
 
 } // namespace streamctl::state

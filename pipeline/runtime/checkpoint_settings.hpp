@@ -7,6 +7,7 @@
 
 #include "pipeline/runtime/checkpoint_metadata.hpp"
 #include "pipeline/spec/pipeline_spec.hpp"
+#include "pipeline/spec/snapshot_mode.hpp"
 
 namespace streamctl::runtime {
 
@@ -42,13 +43,8 @@ struct RestartSettings {
   }
 };
 
-inline bool fork_snapshots_of(const pipeline::PipelineSpec& spec) {
-  return spec.root["checkpoint"]["snapshot"].value_or(std::string("copy")) == "fork";
-}
-
-inline bool deferred_snapshots_of(const pipeline::PipelineSpec& spec) {
-  return spec.root["checkpoint"]["snapshot"].value_or(std::string("copy")) == "deferred";
-}
+using pipeline::deferred_snapshots_of;
+using pipeline::fork_snapshots_of;
 
 inline std::chrono::milliseconds checkpoint_timeout_of(const pipeline::PipelineSpec& spec) {
   return std::chrono::milliseconds(pipeline::duration_ms_or(spec.root["checkpoint"]["timeout"].node(), 60'000));

@@ -163,12 +163,12 @@ void check_deferred(const std::string& toml, std::uint64_t seed, bool watermark_
   CHECK(!from_sync.out.empty());
 }
 
-// The same for a window restored in a job with [checkpoint] snapshot = "deferred": its first
+// The same for an operator restored in a job with [checkpoint] snapshot = "deferred": its first
 // batch starts a thread that fills the copy memory ahead (prepare_copy_memory), which runs on
 // while the task copies frozen groups and the writer frees the copies.
-void check_deferred_after_restore(std::uint64_t seed) {
+void check_deferred_after_restore(const std::string& operator_toml, std::uint64_t seed) {
   INFO("seed " << seed);
-  const std::string toml = copyable_window_toml() + "[checkpoint]\nsnapshot = \"deferred\"\n";
+  const std::string toml = operator_toml + "[checkpoint]\nsnapshot = \"deferred\"\n";
   std::mt19937_64 rng(seed);
   Harness h_loaded(toml), h(toml);
   Run loaded(h_loaded), run(h);
@@ -188,10 +188,11 @@ void check_deferred_after_restore(std::uint64_t seed) {
 
 } // namespace
 
-TEST_CASE("a restored window fills its copy memory ahead while deferred groups are copied and written",
-          "[deferred][window]") {
+TEST_CASE("a restored window or dedup fills its copy memory ahead while deferred groups are copied and written",
+          "[deferred][window][dedup]") {
   const std::uint64_t base = std::random_device{}();
-  for (std::uint64_t k = 0; k < 4; ++k) check_deferred_after_restore(base + k);
+  for (std::uint64_t k = 0; k < 4; ++k) check_deferred_after_restore(copyable_window_toml(), base + k);
+  for (std::uint64_t k = 0; k < 4; ++k) check_deferred_after_restore(dedup_toml(), base + 10 + k);
 }
 
 TEST_CASE("a window's deferred key groups are the bytes of the barrier, whatever the task does after it",
