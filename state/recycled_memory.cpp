@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/sysinfo.h>
 
 #include <iterator>
 
@@ -130,8 +131,26 @@ std::size_t RecycledMemory::aged_out() const {
   return aged_out_;
 }
 
+namespace {
+
+// A quarter of the memory the kernel has free now: what a preparation may take at most. The
+// copies would take that memory later anyway, but a restore that leaves little free must not
+// be the one that runs the machine out of it for blocks that may never be used.
+std::size_t spare_memory() {
+  struct sysinfo info{};
+  if (sysinfo(&info) != 0) return 0;
+  return static_cast<std::size_t>(info.freeram) * info.mem_unit / 4;
+}
+
+} // namespace
+
 std::jthread prepare_in_background(std::shared_ptr<RecycledMemory> memory, std::vector<std::size_t> sizes,
                                    std::align_val_t align) {
+  std::size_t room = spare_memory();
+  std::size_t n = 0;
+  for (; n < sizes.size() && sizes[n] <= room; ++n) room -= sizes[n];
+  sizes.resize(n);
+  if (sizes.empty()) return {};
   return std::jthread([memory = std::move(memory), sizes = std::move(sizes), align](std::stop_token stop) {
     sched_param idle{};
     pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle); // where refused, it runs as others do

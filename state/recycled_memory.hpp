@@ -95,8 +95,9 @@ private:
 };
 
 // Starts memory->prepare(sizes, align) on a thread of its own, scheduled SCHED_IDLE (only on a
-// core that nothing else wants: the task, the writer and the coordinator come first). The
-// thread is asked to stop, and joined, when the returned jthread goes.
+// core that nothing else wants: the task, the writer and the coordinator come first), for as
+// many of `sizes` as fit in a quarter of the memory the kernel has free now (none: no thread).
+// The thread is asked to stop, and joined, when the returned jthread goes.
 std::jthread prepare_in_background(std::shared_ptr<RecycledMemory> memory, std::vector<std::size_t> sizes,
                                    std::align_val_t align);
 
