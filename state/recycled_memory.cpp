@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <sys/sysinfo.h>
 
+#include <algorithm>
 #include <iterator>
 
 #include "state/table_memory.hpp"
@@ -57,9 +58,13 @@ void RecycledMemory::free(void* p, std::size_t bytes, std::align_val_t align) no
 std::vector<std::pair<RecycledMemory::Shape, void*>> RecycledMemory::take_aged_out() {
   std::vector<std::pair<Shape, void*>> aged;
   if (swept_period_ == period_) return aged; // swept already since the last age()
+  // Kept in period p, a block was not taken in the whole periods p + 1 ... p + idle_periods.
+  const auto idle = [this](const Kept& k) { return k.period + idle_periods + 1 <= period_; };
+  // Room first: a bad_alloc then leaves every block kept, none lost between kept_ and `aged`.
+  aged.reserve(static_cast<std::size_t>(
+      std::count_if(kept_.begin(), kept_.end(), [&](const auto& entry) { return idle(entry.second); })));
   for (auto it = kept_.begin(); it != kept_.end();) {
-    // Kept in period p, it was not taken in the whole periods p + 1 ... p + idle_periods.
-    if (it->second.period + idle_periods + 1 <= period_) {
+    if (idle(it->second)) {
       aged.emplace_back(it->first, it->second.block);
       retained_ -= it->first.first;
       ++aged_out_;
