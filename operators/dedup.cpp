@@ -202,7 +202,7 @@ public:
   std::shared_ptr<state::FrozenKeyGroups> freeze_key_groups(const std::vector<std::uint32_t>& groups) override {
     if (!kept_) return nullptr;
     freezer_.thaw_all(); // the earlier freeze's groups are the task's again before timers are read
-    if (copy_memory_) copy_memory_->age();
+    copy_memory_->age();
     const state::KeyGroupRange range = kept_->key_group_range();
     auto timers = std::make_shared<const state::BarrierTimers>(
         range, groups, *timers_, [this](std::uint32_t g) { return exact_group_is_empty(g); });
@@ -214,8 +214,6 @@ public:
     };
     auto copy = [this, timers](std::uint32_t g) -> state::FrozenKeyGroups::GroupCopy {
       if (!timers->of(g)) return {[](std::string&) {}, 0}; // empty at the barrier
-      if (!copy_memory_)
-        copy_memory_ = std::make_shared<state::RecycledMemory>(state::FrozenKeyGroups::default_copy_budget);
       auto copied = std::make_shared<CopiedGroup>(g, kept_->max_parallelism(), copy_memory_);
       kept_->copy_group_into(g, copied->kept);
       const std::size_t bytes = copied->kept.memory_bytes();
@@ -234,8 +232,6 @@ public:
   void prepare_copy_memory() {
     prepare_copies_ = false;
     if (!kept_ || ctx_.pipeline == nullptr || !pipeline::deferred_snapshots_of(*ctx_.pipeline)) return;
-    if (!copy_memory_)
-      copy_memory_ = std::make_shared<state::RecycledMemory>(state::FrozenKeyGroups::default_copy_budget);
     std::vector<std::size_t> sizes;
     const state::KeyGroupRange range = kept_->key_group_range();
     for (std::uint32_t g = range.first; g < range.end; ++g)
@@ -463,7 +459,8 @@ private:
   std::optional<KeyedBloomGenerations> bloom_;
   std::string key_bytes_; // scratch
   // exact, deferred snapshots: where copies of groups are made (shared with copies in flight).
-  std::shared_ptr<state::RecycledMemory> copy_memory_;
+  std::shared_ptr<state::RecycledMemory> copy_memory_ =
+      std::make_shared<state::RecycledMemory>(state::FrozenKeyGroups::default_copy_budget);
   bool prepare_copies_ = false; // groups were restored since (prepare_copy_memory)
   std::jthread copy_preparer_;  // prepare_copy_memory's, joined when it goes
   // Deferred snapshots: the groups frozen at the last barrier (see freeze_key_groups). Last, so

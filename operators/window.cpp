@@ -466,7 +466,7 @@ public:
     // deltas this barrier froze (freeze_pending_take), which stay frozen beside these.
     const bool beside_deltas = std::exchange(frozen_deltas_now_, false);
     if (!beside_deltas) freezer_.thaw_all();
-    if (copy_memory_) copy_memory_->age();
+    copy_memory_->age();
     auto timers = std::make_shared<const state::BarrierTimers>(range_, groups, *timers_,
                                                                [this](std::uint32_t g) { return group_is_empty(g); });
     auto serialise = [this, timers](std::uint32_t g, std::string& out) {
@@ -490,8 +490,6 @@ public:
   state::FrozenKeyGroups::GroupCopy copy_group(std::uint32_t g,
                                                const std::shared_ptr<const state::BarrierTimers>& timers) {
     if (!timers->of(g)) return {[](std::string&) {}, 0}; // empty at the barrier
-    if (!copy_memory_)
-      copy_memory_ = std::make_shared<state::RecycledMemory>(state::FrozenKeyGroups::default_copy_budget);
     auto copies = std::make_shared<CopiedGroup>(g, max_parallelism_, copy_memory_);
     std::size_t bytes = 0;
     for (int di : {event_domain, processing_domain}) {
@@ -514,8 +512,6 @@ public:
     prepare_copies_ = false;
     if (!(inline_blocks_ && aggregates_.plain_bytes())) return;
     if (ctx_.pipeline == nullptr || !pipeline::deferred_snapshots_of(*ctx_.pipeline)) return;
-    if (!copy_memory_)
-      copy_memory_ = std::make_shared<state::RecycledMemory>(state::FrozenKeyGroups::default_copy_budget);
     std::vector<std::size_t> sizes;
     for (std::uint32_t g = range_.first; g < range_.end; ++g)
       for (const Domain& d : domains_)
@@ -1391,7 +1387,8 @@ private:
   std::shared_ptr<PendingTake> pending_take_;
   bool frozen_deltas_now_ = false; // freeze_pending_take froze deltas at this barrier
   // Where deferred snapshots' copies of groups are made (shared with copies the writer holds).
-  std::shared_ptr<state::RecycledMemory> copy_memory_;
+  std::shared_ptr<state::RecycledMemory> copy_memory_ =
+      std::make_shared<state::RecycledMemory>(state::FrozenKeyGroups::default_copy_budget);
   bool prepare_copies_ = false;  // groups were restored since (prepare_copy_memory)
   std::jthread copy_preparer_;   // prepare_copy_memory's, joined when it goes
   // Deferred snapshots: the groups frozen at the last barrier (see freeze_key_groups). Last, so
