@@ -152,15 +152,22 @@ public:
         names_(names), arena_(arena) {}
 
   Result<std::vector<Value>> key() {
+    std::vector<Value> values;
+    if (auto ok = key_into(values); !ok) return fail(ok.error());
+    return values;
+  }
+
+  // key() into `values`, whose capacity is reused.
+  Result<void> key_into(std::vector<Value>& values) {
     std::uint64_t count = 0;
     if (!count_of(1, &count)) return fail(error_);
-    std::vector<Value> values(count);
+    values.assign(count, Value());
     for (auto& v : values) {
       pending_ -= 1;
       if (!value(0, &v)) return fail(error_);
     }
     if (p_ != end_) return fail("key: " + std::to_string(end_ - p_) + " bytes after the key");
-    return values;
+    return {};
   }
 
 private:
@@ -391,6 +398,11 @@ void append_key(std::span<const Value> key, const FieldNames& names, ByteScratch
 
 Result<std::vector<Value>> decode_key(std::string_view bytes, FieldNames& names, Arena& arena) {
   return Decoder(bytes, names, arena).key();
+}
+
+Result<void> decode_key_into(std::string_view bytes, FieldNames& names, Arena& arena,
+                             std::vector<Value>& values) {
+  return Decoder(bytes, names, arena).key_into(values);
 }
 
 } // namespace streamctl::state

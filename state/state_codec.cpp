@@ -119,8 +119,9 @@ bool StateReader::timers(std::vector<StoredTimer>& out) {
 
 bool valid_key_bytes(std::string_view bytes, FieldNames& names) {
   thread_local Arena arena(1024);
+  thread_local std::vector<Value> values;
   arena.reset();
-  return decode_key(bytes, names, arena).ok();
+  return decode_key_into(bytes, names, arena, values).ok();
 }
 
 } // namespace streamctl::state

@@ -4,7 +4,7 @@ tool, not a test: it prints figures and fails only when a run fails.
 
     tests/bench/checkpoint.py [--keys N,N...] [--updates N] [--runs N] [--streamctl PATH]
                               [--changing P,P...] [--seconds T] [--rate R] [--skip-rescale]
-                              [--incremental [--rolling]] [--only-rescale] [--logs DIR]
+                              [--incremental [--rolling [--full-every N]]] [--only-rescale] [--logs DIR]
 
 For each key count (default 3,300,000 and 33,000,000: about 100 MB and 1 GB of keyed state
 as serialised, ~31 bytes a key), a generator feeds a keyed window (count and sum per key, ten
@@ -100,12 +100,16 @@ def main():
     ap.add_argument("--snapshot", choices=["copy", "fork", "deferred"], default="copy",
                     help='[checkpoint] snapshot: "fork" has a child process serialise and write the state, '
                          '"deferred" the writer thread the key groups written whole')
+    ap.add_argument("--full-every", type=int, default=0,
+                    help="[checkpoint] full_every (default: streamctl's): with --rolling, the share of the key "
+                         "groups written whole at each checkpoint is 1/N")
     args = ap.parse_args()
     if args.logs:
         os.makedirs(args.logs, exist_ok=True)
         LOGS["dir"] = args.logs
-    global INCREMENTAL, SNAPSHOT, ROLLING
+    global INCREMENTAL, SNAPSHOT, ROLLING, FULL_EVERY
     INCREMENTAL = args.incremental
+    FULL_EVERY = args.full_every
     ROLLING = args.rolling
     SNAPSHOT = args.snapshot
     if args.runs < 1:
@@ -125,6 +129,7 @@ def main():
 INCREMENTAL = False  # --incremental
 SNAPSHOT = "copy"  # --snapshot
 ROLLING = False  # --rolling
+FULL_EVERY = 0  # --full-every; 0: streamctl's default
 
 def pipeline(work, name, keys, records, key=None, rate=0):
     """Writes the pipeline; `key` replaces the key expression (default: seq % keys)."""
@@ -138,6 +143,7 @@ retain = 1
 timeout = "10m"
 incremental = {"true" if INCREMENTAL else "false"}
 {"rolling = true" if ROLLING else ""}
+{f"full_every = {FULL_EVERY}" if FULL_EVERY else ""}
 snapshot = "{SNAPSHOT}"
 [sources.g]
 type = "generator"
