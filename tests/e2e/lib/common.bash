@@ -56,6 +56,26 @@ run_expect() {
   fi
 }
 
+# run_ready CMD...: run_expect 0 CMD for a command to a job (stop, savepoint) that a job still
+# restarting after a killed worker refuses with "try again" (exit 1): retried for up to 60 s.
+# Only that refusal is retried; any other failure fails at once.
+run_ready() {
+  local deadline=$((SECONDS + 60))
+  while :; do
+    set +e
+    "$@" >"$WORK/out" 2>"$WORK/err"
+    local code=$?
+    set -e
+    ((code == 1)) && grep -q "try again" "$WORK/err" && ((SECONDS < deadline)) || break
+    sleep 0.2
+  done
+  if ((code != 0)); then
+    echo "--- stdout:" >&2; head -c 2000 "$WORK/out" >&2
+    echo "--- stderr:" >&2; head -c 4000 "$WORK/err" >&2
+    fail "'$*' exited $code, expected 0"
+  fi
+}
+
 # Sorted JSON lines with keys sorted, for multiset comparison of record streams.
 canonical() {
   python3 -c 'import sys, json
