@@ -18,9 +18,9 @@ struct CheckpointSettings {
   std::chrono::milliseconds timeout{60'000};
   std::filesystem::path root; // CHECKPOINT_DIR/NAME
   // snapshot = "fork": a child process of the worker serialises and writes each task's
-  // state (forked_snapshot.hpp); "copy" (the default): the task serialises it before going on;
-  // "deferred": the background writer serialises the key groups of windows and reduce that a
-  // checkpoint writes whole, the task those it must change first (state/frozen_key_groups.hpp).
+  // state (forked_snapshot.hpp); "copy": the task serialises it before going on; "deferred"
+  // (the default): the background writer serialises the key groups of windows and reduce that
+  // a checkpoint writes whole, the task those it must change first (state/frozen_key_groups.hpp).
   bool fork_snapshots = false;
 };
 

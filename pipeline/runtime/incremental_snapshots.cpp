@@ -17,7 +17,7 @@ IncrementalSettings incremental_settings_of(const pipeline::PipelineSpec& spec) 
   auto table = spec.root["checkpoint"];
   s.enabled = table["incremental"].value_or(true);
   s.full_every = static_cast<int>(std::clamp<std::int64_t>(table["full_every"].value_or(std::int64_t{10}), 1, 1000));
-  s.rolling = table["rolling"].value_or(false);
+  s.rolling = table["rolling"].value_or(true);
   return s;
 }
 

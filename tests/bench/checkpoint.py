@@ -74,6 +74,11 @@ group within a second) only the windows that changed, as keyed_delta segments: t
 duration then follow P, not the size of the state (a full checkpoint still comes every
 full_every = 10 checkpoints, and the first after the restore is full).
 
+The bench writes every [checkpoint] setting it varies (incremental, rolling, snapshot), so that
+its flags mean what they meant before streamctl's defaults changed: without flags it measures
+full checkpoints copied on the task thread; streamctl's defaults since December 2026 are
+--incremental --rolling --snapshot deferred.
+
 Figures depend on the machine and its load; run it twice and compare.
 """
 import argparse, glob, json, math, os, re, resource, shutil, statistics, subprocess, sys, tempfile, time
@@ -142,7 +147,7 @@ dir = "{work}/ck"
 retain = 1
 timeout = "10m"
 incremental = {"true" if INCREMENTAL else "false"}
-{"rolling = true" if ROLLING else ""}
+rolling = {"true" if ROLLING else "false"}
 {f"full_every = {FULL_EVERY}" if FULL_EVERY else ""}
 snapshot = "{SNAPSHOT}"
 [sources.g]

@@ -15,6 +15,7 @@
 #include "pipeline/runtime/checkpoint_metadata.hpp"
 #include "pipeline/runtime/checkpoint_restore.hpp"
 #include "pipeline/runtime/incremental_snapshots.hpp"
+#include "pipeline/spec/snapshot_mode.hpp"
 #include "state/snapshot_format.hpp"
 #include "unit/temp_dir.hpp"
 
@@ -520,4 +521,31 @@ TEST_CASE("a task restored from its own chain goes on with it, when each slice h
     auto snapshots = make(true);
     CHECK_FALSE(snapshots.continue_restored(root, 6, chain_of({3, 4, 5, 6}), holds_whole));
   }
+}
+
+// The defaults that streamctl-pipeline(5) documents (since December 2026: rolling wholes and
+// deferred snapshots, which together keep a checkpoint of a large state from holding the task),
+// and that a pipeline can still turn off.
+TEST_CASE("checkpoints are incremental and rolling and deferred unless the pipeline says otherwise",
+          "[incremental]") {
+  const auto spec_of = [](const std::string& text) {
+    pipeline::PipelineSpec spec;
+    spec.root = toml::parse(text, std::string_view("job.toml"));
+    return spec;
+  };
+  auto defaults = spec_of("[checkpoint]\ninterval = \"1s\"\n");
+  const auto d = runtime::incremental_settings_of(defaults);
+  CHECK(d.enabled);
+  CHECK(d.rolling);
+  CHECK(d.full_every == 10);
+  CHECK(pipeline::deferred_snapshots_of(defaults));
+  CHECK_FALSE(pipeline::fork_snapshots_of(defaults));
+
+  auto off = spec_of("[checkpoint]\nincremental = false\nrolling = false\nsnapshot = \"copy\"\n");
+  const auto o = runtime::incremental_settings_of(off);
+  CHECK_FALSE(o.enabled);
+  CHECK_FALSE(o.rolling);
+  CHECK_FALSE(pipeline::deferred_snapshots_of(off));
+  CHECK_FALSE(pipeline::fork_snapshots_of(off));
+  CHECK(pipeline::fork_snapshots_of(spec_of("[checkpoint]\nsnapshot = \"fork\"\n")));
 }
