@@ -77,8 +77,9 @@ bool read_zigzag_varint(std::string_view& in, std::int64_t& n) {
 
 // Decodes a key of scalars (null, bool, int, float and string, with the tags and payloads of
 // state/key_codec.hpp) into `out` without allocating (strings are copied into `arena`); false
-// for keys with arrays or maps, which state::decode_key handles. Firing emits a row per window,
-// and decode_key allocates a vector for each.
+// for keys with arrays or maps, which state::decode_key_into handles. Firing emits a row per
+// window; the general decoder also checks that the bytes are canonical, which firing, decoding
+// bytes encode_key wrote, need not.
 bool decode_scalar_key(std::string_view bytes, state::Arena& arena,
                        std::vector<state::Value>& out) {
   out.clear();
@@ -157,8 +158,7 @@ void WindowOperatorBase::begin_row(std::string_view key_bytes, std::int64_t star
   if (!decode_scalar_key(key_bytes, out.arena(), key_values_)) {
     // The bytes come from encode_key, so decoding them cannot fail; nulls keep the row whole
     // if it ever did.
-    auto values = state::decode_key(key_bytes, *ctx_.names, out.arena());
-    key_values_ = values ? std::move(*values) : std::vector<state::Value>();
+    if (!state::decode_key_into(key_bytes, *ctx_.names, out.arena(), key_values_)) key_values_.clear();
   }
   for (std::size_t k = 0; k < key_names_.size(); ++k)
     builder_.append(key_names_[k], k < key_values_.size() ? key_values_[k] : state::Value::null());

@@ -9,12 +9,13 @@
 
 namespace streamctl::pipeline {
 
-inline bool fork_snapshots_of(const PipelineSpec& spec) {
-  return spec.root["checkpoint"]["snapshot"].value_or(std::string("deferred")) == "fork";
+// The setting, "deferred" where the pipeline does not set it.
+inline std::string snapshot_mode_of(const PipelineSpec& spec) {
+  return spec.root["checkpoint"]["snapshot"].value_or(std::string("deferred"));
 }
 
-inline bool deferred_snapshots_of(const PipelineSpec& spec) {
-  return spec.root["checkpoint"]["snapshot"].value_or(std::string("deferred")) == "deferred";
-}
+inline bool fork_snapshots_of(const PipelineSpec& spec) { return snapshot_mode_of(spec) == "fork"; }
+
+inline bool deferred_snapshots_of(const PipelineSpec& spec) { return snapshot_mode_of(spec) == "deferred"; }
 
 } // namespace streamctl::pipeline

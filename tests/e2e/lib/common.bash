@@ -49,11 +49,16 @@ run_expect() {
   "$@" >"$WORK/out" 2>"$WORK/err"
   local code=$?
   set -e
-  if [[ "$code" != "$expected" ]]; then
-    echo "--- stdout:" >&2; head -c 2000 "$WORK/out" >&2
-    echo "--- stderr:" >&2; head -c 4000 "$WORK/err" >&2
-    fail "'$*' exited $code, expected $expected"
-  fi
+  [[ "$code" == "$expected" ]] || command_failed "$code" "$expected" "$@"
+}
+
+# command_failed CODE EXPECTED CMD...: shows $WORK/out and $WORK/err of CMD and fails.
+command_failed() {
+  local code=$1 expected=$2
+  shift 2
+  echo "--- stdout:" >&2; head -c 2000 "$WORK/out" >&2
+  echo "--- stderr:" >&2; head -c 4000 "$WORK/err" >&2
+  fail "'$*' exited $code, expected $expected"
 }
 
 # run_ready CMD...: run_expect 0 CMD for a command to a job (stop, savepoint) that a job still
@@ -69,11 +74,7 @@ run_ready() {
     ((code == 1)) && grep -q "try again" "$WORK/err" && ((SECONDS < deadline)) || break
     sleep 0.2
   done
-  if ((code != 0)); then
-    echo "--- stdout:" >&2; head -c 2000 "$WORK/out" >&2
-    echo "--- stderr:" >&2; head -c 4000 "$WORK/err" >&2
-    fail "'$*' exited $code, expected 0"
-  fi
+  ((code == 0)) || command_failed "$code" 0 "$@"
 }
 
 # Sorted JSON lines with keys sorted, for multiset comparison of record streams.
