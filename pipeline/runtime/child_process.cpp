@@ -4,6 +4,9 @@
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
+#include <sched.h>
+#include <pthread.h>
+#include <vector>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,14 +15,72 @@
 
 namespace streamctl::runtime {
 
+namespace {
+
+// What the child needs between clone and exec, made before the clone.
+struct ChildSetup {
+  const ChildSpec* spec = nullptr;
+  char** argv = nullptr;
+  pid_t parent = 0;
+  int channel_read = -1; // the bootstrap channel's read end; -1: none
+  const sigset_t* unblocked = nullptr;
+};
+
+// Runs in the child, which shares the parent's memory and stack pages until it execs (CLONE_VM
+// | CLONE_VFORK, as glibc's posix_spawn does): so only system calls here, nothing that
+// allocates or writes what the parent reads. Every signal is blocked on entry (the parent
+// blocked them before the clone), and no handler of the parent's may run here, on its memory:
+// each caught signal goes back to its default before the mask opens.
+int child_main(void* argument) {
+  const auto& setup = *static_cast<const ChildSetup*>(argument);
+  const ChildSpec& spec = *setup.spec;
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != setup.parent) ::_exit(1); // the parent died before prctl took effect
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction current {};
+    if (::sigaction(sig, nullptr, &current) != 0) continue;
+    if (current.sa_handler == SIG_IGN || current.sa_handler == SIG_DFL) continue;
+    struct sigaction fallback {};
+    fallback.sa_handler = SIG_DFL;
+    ::sigaction(sig, &fallback, nullptr);
+  }
+  // Ctrl-C reaches the whole foreground process group; the coordinator alone decides how
+  // the job stops, so workers ignore SIGINT.
+  ::signal(SIGINT, SIG_IGN);
+  // A process group of its own, so that a signal to the coordinator's group (`timeout`,
+  // systemd) reaches the coordinator alone and it can stop the job in order; except for a
+  // worker reading a terminal, which must stay in the foreground group to read it.
+  if (!(spec.inherit_stdin && ::isatty(STDIN_FILENO))) ::setpgid(0, 0);
+  ::signal(SIGPIPE, SIG_IGN);
+  ::signal(SIGTERM, SIG_DFL);
+  if (!spec.inherit_stdin) {
+    int null_fd = ::open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) {
+      ::dup2(null_fd, STDIN_FILENO);
+      ::close(null_fd);
+    }
+  }
+  if (setup.channel_read >= 0) {
+    if (setup.channel_read == spec.bootstrap_fd) ::fcntl(setup.channel_read, F_SETFD, 0);
+    else if (::dup2(setup.channel_read, spec.bootstrap_fd) < 0) ::_exit(127);
+  }
+  ::sigprocmask(SIG_SETMASK, setup.unblocked, nullptr);
+  ::execv(spec.executable.c_str(), setup.argv);
+  ::_exit(127);
+}
+
+} // namespace
+
+// The child is cloned with the parent's memory (CLONE_VM | CLONE_VFORK) rather than forked:
+// fork copies the page tables of a coordinator that may hold much memory, and every page
+// either process writes afterwards faults to be copied; a job at parallelism 2 starts four
+// workers, and this host's page faults are slow. The parent waits in clone until the child
+// has exec'd (or exited).
 ChildProcess::ChildProcess(const ChildSpec& spec) {
-  // Everything the child needs is prepared before fork: between fork and exec only
-  // async-signal-safe calls are allowed (the parent has ZeroMQ threads).
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(spec.executable.c_str()));
   for (const auto& a : spec.args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  pid_t parent = ::getpid();
 
   // Both ends close on exec, so that no other child inherits the channel (and holds its EOF
   // back); the child moves its read end onto bootstrap_fd, which clears the flag there.
@@ -27,43 +88,25 @@ ChildProcess::ChildProcess(const ChildSpec& spec) {
   if (spec.bootstrap && ::pipe2(channel, O_CLOEXEC) != 0)
     throw Error(ErrorKind::Internal, std::string("cannot start a worker: pipe: ") + std::strerror(errno));
 
-  pid_t pid = ::fork();
+  sigset_t unblocked;
+  sigemptyset(&unblocked);
+  ChildSetup setup{&spec, argv.data(), ::getpid(), channel[0], &unblocked};
+  // The child's own stack: it must not run on frames of the parent's that it could clobber.
+  constexpr std::size_t kStackBytes = 64 * 1024;
+  std::vector<char> stack(kStackBytes);
+
+  sigset_t all, before;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &before);
+  pid_t pid = ::clone(child_main, stack.data() + stack.size(), CLONE_VM | CLONE_VFORK | SIGCHLD, &setup);
+  int clone_errno = errno;
+  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
   if (pid < 0) {
-    int fork_errno = errno;
     if (spec.bootstrap) {
       ::close(channel[0]);
       ::close(channel[1]);
     }
-    throw Error(ErrorKind::Internal, std::string("cannot start a worker: fork: ") + std::strerror(fork_errno));
-  }
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(1); // the parent died before prctl took effect
-    // Ctrl-C reaches the whole foreground process group; the coordinator alone decides how
-    // the job stops, so workers ignore SIGINT.
-    ::signal(SIGINT, SIG_IGN);
-    // A process group of its own, so that a signal to the coordinator's group (`timeout`,
-    // systemd) reaches the coordinator alone and it can stop the job in order; except for a
-    // worker reading a terminal, which must stay in the foreground group to read it.
-    if (!(spec.inherit_stdin && ::isatty(STDIN_FILENO))) ::setpgid(0, 0);
-    ::signal(SIGPIPE, SIG_IGN);
-    ::signal(SIGTERM, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (!spec.inherit_stdin) {
-      int null_fd = ::open("/dev/null", O_RDONLY);
-      if (null_fd >= 0) {
-        ::dup2(null_fd, STDIN_FILENO);
-        ::close(null_fd);
-      }
-    }
-    if (spec.bootstrap) {
-      if (channel[0] == spec.bootstrap_fd) ::fcntl(channel[0], F_SETFD, 0);
-      else if (::dup2(channel[0], spec.bootstrap_fd) < 0) ::_exit(127);
-    }
-    ::execv(spec.executable.c_str(), argv.data());
-    ::_exit(127);
+    throw Error(ErrorKind::Internal, std::string("cannot start a worker: clone: ") + std::strerror(clone_errno));
   }
   pid_ = pid;
   running_ = true;

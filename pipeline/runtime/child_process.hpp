@@ -1,5 +1,5 @@
 #pragma once
-// A worker process started by fork/exec and owned by the coordinator.
+// A worker process started by clone/exec and owned by the coordinator.
 //
 // The child dies with its parent (PR_SET_PDEATHSIG), so a coordinator killed with -9 leaves no
 // worker behind; the destructor kills and reaps a child that is still running, so no path out
@@ -30,7 +30,7 @@ struct ChildSpec {
 
 class ChildProcess {
 public:
-  // Throws streamctl::Error(Internal) when fork or pipe fails. A child that dies before it
+  // Throws streamctl::Error(Internal) when clone or pipe fails. A child that dies before it
   // has read its whole bootstrap is not an error here: its exit status tells why.
   explicit ChildProcess(const ChildSpec& spec);
   ~ChildProcess();

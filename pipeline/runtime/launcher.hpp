@@ -1,5 +1,5 @@
 #pragma once
-// How a worker process starts: on this host (fork/exec), on another host over OpenSSH, or as
+// How a worker process starts: on this host (clone/exec), on another host over OpenSSH, or as
 // a step of a Slurm allocation ([cluster] launcher, SPEC §9). Every launcher ends in a child
 // process of the coordinator (the worker itself, its `ssh` client, its `srun`), so the
 // coordinator supervises all of them alike: SIGCHLD and waitpid say that a worker ended, and
@@ -56,7 +56,7 @@ public:
   // The same look as prepare(), without failing: at a restart after a failure, the job goes on
   // on the hosts that are left (SPEC §9: losing a host is a worker failure).
   virtual HostCheck check_hosts() { return {prepare(), {}}; }
-  // Starts one worker. Throws Error(Internal) when it cannot (fork fails); a worker that
+  // Starts one worker. Throws Error(Internal) when it cannot (clone fails); a worker that
   // cannot start on its host exits, and its child's exit status says so.
   virtual std::unique_ptr<ChildProcess> start(const WorkerLaunch& launch) = 0;
 };

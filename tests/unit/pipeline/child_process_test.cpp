@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <csignal>
 #include <fstream>
 #include <sstream>
 #include <sys/wait.h>
@@ -80,4 +81,36 @@ TEST_CASE("a bootstrap channel does not leak into later children", "[child_proce
   ChildProcess sleeper(second);
   reader.close_bootstrap();
   CHECK(wait_exit(reader) == 0);
+}
+
+// The child is cloned with every signal blocked, so that no handler of the parent's runs on the
+// memory it shares until exec: the worker must still start with none blocked (a SIGTERM ends
+// it), and the parent's own mask must be what it was.
+TEST_CASE("a child starts with no signal blocked and the parent keeps its mask", "[child_process]") {
+  sigset_t term, before, after;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  REQUIRE(::pthread_sigmask(SIG_BLOCK, &term, &before) == 0);
+  ChildSpec spec;
+  spec.executable = "/bin/sleep";
+  spec.args = {"30"};
+  ChildProcess child(spec);
+  REQUIRE(::pthread_sigmask(SIG_SETMASK, &before, &after) == 0);
+  CHECK(sigismember(&after, SIGTERM) == 1);
+  CHECK(sigismember(&after, SIGUSR1) == sigismember(&before, SIGUSR1));
+  child.signal(SIGTERM);
+  int status = 0;
+  REQUIRE(::waitpid(child.pid(), &status, 0) == child.pid());
+  child.reaped(status);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGTERM);
+}
+
+// A command that cannot be executed ends its child with 127 (the caller reports the exit
+// status), never the parent's flow: the child must not return into the parent's frames.
+TEST_CASE("a child whose executable is missing exits 127", "[child_process]") {
+  ChildSpec spec;
+  spec.executable = "/nonexistent/streamctl";
+  ChildProcess child(spec);
+  CHECK(wait_exit(child) == 127);
 }
