@@ -62,7 +62,7 @@ std::filesystem::path Context::state_dir() const {
   return std::filesystem::temp_directory_path() / "streamctl-state";
 }
 
-void Context::configure_logging(const std::string& name) {
+std::shared_ptr<spdlog::logger> Context::make_logger(const std::string& name) const {
   spdlog::sink_ptr sink;
   if (global.log_format == "json") {
     sink = std::make_shared<JsonStderrSink>();
@@ -70,20 +70,26 @@ void Context::configure_logging(const std::string& name) {
     sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
     sink->set_formatter(text_formatter(name));
   }
-  log = std::make_shared<spdlog::logger>(name, sink);
+  auto logger = std::make_shared<spdlog::logger>(name, sink);
   // Quiet by default, as a Unix filter should be: warnings and errors only.
   spdlog::level::level_enum level = spdlog::level::warn;
   if (global.quiet) level = spdlog::level::err;
   else if (global.verbosity == 1) level = spdlog::level::info;
   else if (global.verbosity == 2) level = spdlog::level::debug;
   else if (global.verbosity >= 3) level = spdlog::level::trace;
-  log->set_level(level);
-  log->flush_on(spdlog::level::trace);
+  logger->set_level(level);
+  logger->flush_on(spdlog::level::trace);
+  return logger;
 }
 
+void Context::configure_logging(const std::string& name) { log = make_logger(name); }
+
 void Context::rename_logger(const std::string& name) {
-  if (!log) return;
-  for (auto& sink : log->sinks()) {
+  if (log) rename(*log, name);
+}
+
+void Context::rename(spdlog::logger& logger, const std::string& name) {
+  for (auto& sink : logger.sinks()) {
     if (auto* json = dynamic_cast<JsonStderrSink*>(sink.get())) json->rename(name);
     else sink->set_formatter(text_formatter(name));
   }

@@ -34,9 +34,12 @@ struct Context {
   std::filesystem::path state_dir() const;
   // Builds `log` from the global flags; `name` prefixes each line ("streamctl", "worker 3").
   void configure_logging(const std::string& name);
+  // A logger like `log`, of its own: each task of a worker process names its lines.
+  std::shared_ptr<spdlog::logger> make_logger(const std::string& name) const;
   // Gives `log` another name in the lines it writes from now on (a worker: "ok -> slim[2]"
   // once it knows its nodes). Safe while other threads log: the sinks are locked.
   void rename_logger(const std::string& name);
+  static void rename(spdlog::logger& logger, const std::string& name);
   // The flags that give a worker the same logging.
   std::vector<std::string> worker_log_flags() const;
 };

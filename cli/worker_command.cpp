@@ -1,5 +1,7 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <thread>
+#include <vector>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -22,11 +24,45 @@ namespace {
   ::_exit(1);
 }
 
+// One task: on this thread, with the process's logger. Several: a thread and a logger each,
+// every task as it would run alone; the process ends when the last one does, with the first
+// non-zero exit code of the tasks (in the order given).
+int run_tasks(Context& ctx, const runtime::WorkerOptions& common, const std::vector<int>& tasks) {
+  if (tasks.size() == 1) {
+    runtime::WorkerOptions options = common;
+    options.task = tasks.front();
+    // "ok -> slim[2]: warning: ..." says where; "worker 2" would send the reader to `graph`.
+    options.on_label = [&ctx](const std::string& label) { ctx.rename_logger(label); };
+    return runtime::run_worker(options, *ctx.log);
+  }
+  std::vector<int> codes(tasks.size(), 0);
+  std::vector<std::thread> threads;
+  threads.reserve(tasks.size());
+  for (std::size_t k = 0; k < tasks.size(); ++k) {
+    threads.emplace_back([&ctx, &common, &codes, task = tasks[k], k] {
+      auto log = ctx.make_logger("worker " + std::to_string(task));
+      runtime::WorkerOptions options = common;
+      options.task = task;
+      options.on_label = [log](const std::string& label) { Context::rename(*log, label); };
+      try {
+        codes[k] = runtime::run_worker(options, *log);
+      } catch (const std::exception& e) {
+        log->error("{}", e.what());
+        codes[k] = 1;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int code : codes)
+    if (code != 0) return code;
+  return 0;
+}
+
 } // namespace
 
 void add_worker_command(CLI::App& app, Context& ctx) {
   // Started by the coordinator, never by hand: hidden from --help (an empty group).
-  auto* cmd = app.add_subcommand("worker", "Run one task of a job (started by the coordinator)");
+  auto* cmd = app.add_subcommand("worker", "Run tasks of a job (started by the coordinator)");
   cmd->group("");
   auto o = std::make_shared<runtime::WorkerOptions>();
   auto job_dir = std::make_shared<std::string>();
@@ -36,7 +72,9 @@ void add_worker_command(CLI::App& app, Context& ctx) {
   cmd->add_option("--base-dir", *base_dir)->required();
   cmd->add_option("--socket-dir", *socket_dir)->required();
   cmd->add_option("--file-name", o->file_name)->required();
-  cmd->add_option("--task", o->task)->required();
+  // Repeated: the tasks that share this process (pipeline/spec/worker_sharing.hpp).
+  auto tasks = std::make_shared<std::vector<int>>();
+  cmd->add_option("--task", *tasks)->required();
   cmd->add_option("--coordinator", o->coordinator)->required();
   cmd->add_option("--transport", o->transport)->check(one_of({"ipc", "tcp"}));
   auto restore = std::make_shared<std::string>();
@@ -49,15 +87,13 @@ void add_worker_command(CLI::App& app, Context& ctx) {
   // The job and its keys come on this descriptor (worker_bootstrap.hpp), which then stays
   // open while the coordinator lives: 0 behind ssh.
   cmd->add_option("--bootstrap-fd", *bootstrap_fd)->check(at_least(0));
-  cmd->callback([&ctx, o, job_dir, base_dir, socket_dir, restore, spool_dir, bootstrap_fd] {
-    ctx.configure_logging("worker " + std::to_string(o->task));
+  cmd->callback([&ctx, o, tasks, job_dir, base_dir, socket_dir, restore, spool_dir, bootstrap_fd] {
+    ctx.configure_logging("worker " + std::to_string(tasks->front()));
     o->job_dir = *job_dir;
     o->base_dir = *base_dir;
     o->socket_dir = *socket_dir;
     o->restore = *restore;
     o->spool_dir = *spool_dir;
-    // "ok -> slim[2]: warning: ..." says where; "worker 2" would send the reader to `graph`.
-    o->on_label = [&ctx](const std::string& label) { ctx.rename_logger(label); };
     std::unique_ptr<runtime::BootstrapChannelWatch> watch;
     if (*bootstrap_fd >= 0) {
       // Behind ssh the parent is sshd's session for this login: when it goes, so does the
@@ -71,7 +107,7 @@ void add_worker_command(CLI::App& app, Context& ctx) {
       });
       o->on_coordinator_lost = [&log](const std::string& why) { abandon(log, why); };
     }
-    ctx.exit_code = runtime::run_worker(*o, *ctx.log);
+    ctx.exit_code = run_tasks(ctx, *o, *tasks);
   });
 }
 

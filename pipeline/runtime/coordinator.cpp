@@ -279,7 +279,8 @@ private:
     kept_.clear();
     if (!hosts_.empty()) log_.info("placement: {}", describe_placement());
     state_->record("running");
-    log_.info("job {} started: {} worker(s){}", registration_->id(), workers_.size(),
+    log_.info("job {} started: {} task(s) in {} worker process(es){}", registration_->id(), workers_.size(),
+              workers_.process_count(),
               restore_from_.empty() ? std::string() : ", restored from " + describe_restore());
     if (!await_ready()) return;
     start_data_flow();
@@ -394,7 +395,7 @@ private:
     for (const auto& t : workers_.tasks())
       if (!t.endpoint.empty()) start.set("endpoint." + std::to_string(t.task->id), t.endpoint);
     workers_.send_all(start);
-    log_.info("all {} worker(s) ready: records flowing", workers_.size());
+    log_.info("all {} task(s) ready: records flowing", workers_.size());
     checkpoints_->data_flowing(Clock::now());
     state_->attempt_flowing(restore_from_, describe_parallelism(job_.spec));
     // A STOP sent before a worker had connected was dropped by the ROUTER: say it again.

@@ -1,10 +1,12 @@
 #include "pipeline/runtime/worker_pool.hpp"
 
 #include <algorithm>
+#include <set>
 #include <sys/wait.h>
 #include <thread>
 
 #include "pipeline/spec/schema_check.hpp"
+#include "pipeline/spec/worker_sharing.hpp"
 
 namespace streamctl::runtime {
 
@@ -19,6 +21,7 @@ constexpr auto kHaltGrace = 10s;
 
 void WorkerPool::start(const LoadedJob& job, const AttemptArgs& args, std::map<int, ParkedWorker> kept) {
   attempt_ = args.attempt;
+  std::vector<int> to_launch; // task ids, for new processes
   for (const auto& task : job.plan.tasks) {
     const pipeline::Chain& chain = job.plan.chains[static_cast<std::size_t>(task.chain)];
     const pipeline::NodeSpec& head = job.spec.nodes[chain.nodes.front()];
@@ -28,6 +31,7 @@ void WorkerPool::start(const LoadedJob& job, const AttemptArgs& args, std::map<i
     rt.source = head.role == pipeline::NodeRole::Source;
     auto id = static_cast<std::size_t>(task.id);
     if (id < args.hosts.size()) rt.host = args.hosts[id];
+    rt.last_seen = Clock::now();
 
     if (auto it = kept.find(task.id); it != kept.end()) {
       // It starts this task as a new worker would, keeping what its old one holds of it.
@@ -38,29 +42,44 @@ void WorkerPool::start(const LoadedJob& job, const AttemptArgs& args, std::map<i
                         .set("attempt", std::to_string(args.attempt))
                         .set("restore", args.restore.string()));
       rt.process = std::move(worker.process);
-      rt.last_seen = Clock::now();
-      tasks_.push_back(std::move(rt));
-      continue;
+    } else {
+      to_launch.push_back(task.id);
     }
-    WorkerLaunch launch;
-    launch.task = task.id;
-    launch.label = rt.label;
-    launch.host = rt.host;
-    launch.worker_args = {
-        "--job-dir",   args.job_dir.string(),   "--base-dir",    job.spec.base_dir.string(),
-        "--file-name", job.spec.file.string(),  "--socket-dir",  args.socket_dir.string(),
-        "--task",      std::to_string(task.id), "--coordinator", args.control_endpoint,
-        "--transport", args.transport,          "--attempt",     std::to_string(args.attempt)};
-    auto& argv = launch.worker_args;
-    if (!args.restore.empty()) argv.insert(argv.end(), {"--restore", args.restore.string()});
-    if (!args.spool_dir.empty())
-      argv.insert(argv.end(), {"--spool-dir", args.spool_dir.string(), "--run-tag", args.run_tag});
-    argv.insert(argv.end(), args.log_flags.begin(), args.log_flags.end());
-    launch.inherit_stdin = rt.source && head.type == "stdin";
-    launch.bootstrap = args.bootstrap;
-    rt.process = launcher_.start(launch);
-    rt.last_seen = Clock::now();
     tasks_.push_back(std::move(rt));
+  }
+  for (const auto& group : pipeline::group_tasks_into_workers(job.spec, job.plan, to_launch, args.hosts))
+    launch(job, args, group);
+}
+
+void WorkerPool::launch(const LoadedJob& job, const AttemptArgs& args, const std::vector<int>& group) {
+  // tasks_ is in task id order (start() pushes one per task of the plan).
+  TaskRuntime& first = tasks_[static_cast<std::size_t>(group.front())];
+  const pipeline::Chain& chain = job.plan.chains[static_cast<std::size_t>(first.task->chain)];
+  WorkerLaunch launch;
+  launch.task = first.task->id;
+  launch.host = first.host;
+  launch.worker_args = {"--job-dir",     args.job_dir.string(),   "--base-dir",   job.spec.base_dir.string(),
+                        "--file-name",   job.spec.file.string(),  "--socket-dir", args.socket_dir.string(),
+                        "--coordinator", args.control_endpoint,   "--transport",  args.transport,
+                        "--attempt",     std::to_string(args.attempt)};
+  auto& argv = launch.worker_args;
+  for (int id : group) {
+    const TaskRuntime& rt = tasks_[static_cast<std::size_t>(id)];
+    launch.label += (launch.label.empty() ? "" : ", ") + rt.label;
+    argv.insert(argv.end(), {"--task", std::to_string(id)});
+  }
+  if (!args.restore.empty()) argv.insert(argv.end(), {"--restore", args.restore.string()});
+  if (!args.spool_dir.empty())
+    argv.insert(argv.end(), {"--spool-dir", args.spool_dir.string(), "--run-tag", args.run_tag});
+  argv.insert(argv.end(), args.log_flags.begin(), args.log_flags.end());
+  // A task that reads stdin runs alone (worker_sharing.hpp).
+  launch.inherit_stdin = first.source && job.spec.nodes[chain.nodes.front()].type == "stdin";
+  launch.bootstrap = args.bootstrap;
+  std::shared_ptr<ChildProcess> process = launcher_.start(launch);
+  for (int id : group) {
+    TaskRuntime& rt = tasks_[static_cast<std::size_t>(id)];
+    rt.process = process;
+    rt.last_seen = Clock::now();
   }
 }
 
@@ -87,6 +106,12 @@ bool WorkerPool::none_finished() const {
   for (const auto& t : tasks_)
     if (t.finished) return false;
   return true;
+}
+
+std::size_t WorkerPool::process_count() const {
+  std::set<const ChildProcess*> processes;
+  for (const auto& t : tasks_) processes.insert(t.process.get());
+  return processes.size();
 }
 
 std::size_t WorkerPool::source_count() const {
@@ -161,9 +186,13 @@ void WorkerPool::end_all(const char* message, std::chrono::milliseconds grace,
     if (std::string_view(message) == "CANCEL") m.set("completed", std::to_string(completed_));
     send(t, m);
   }
+  // A process that a parked task shares goes on: its other tasks end, it does not.
+  std::set<const ChildProcess*> staying;
+  for (const auto& t : tasks_)
+    if (t.parked) staying.insert(t.process.get());
   auto deadline = Clock::now() + grace;
   for (auto& t : tasks_) {
-    if (t.parked) continue;
+    if (staying.count(t.process.get())) continue;
     while (t.process->running() && Clock::now() < deadline) {
       int status = 0;
       if (::waitpid(t.process->pid(), &status, WNOHANG) == t.process->pid())
@@ -221,12 +250,13 @@ std::optional<WorkerPool::Reaped> WorkerPool::reap_next() {
   int status = 0;
   pid_t pid = ::waitpid(-1, &status, WNOHANG);
   if (pid <= 0) return std::nullopt;
+  TaskRuntime* named = nullptr;
   for (auto& t : tasks_) {
-    if (t.process->pid() != pid) continue;
-    t.process->reaped(status);
-    return Reaped{pid, &t};
+    if (!t.process || t.process->pid() != pid || !t.process->running()) continue;
+    if (!named || (named->finished && !t.finished)) named = &t;
   }
-  return Reaped{pid, nullptr};
+  if (named) named->process->reaped(status);
+  return Reaped{pid, named};
 }
 
 std::optional<std::string> WorkerPool::kill_silent_worker(Clock::time_point now,

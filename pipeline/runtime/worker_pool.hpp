@@ -1,5 +1,6 @@
 #pragma once
-// The workers of one attempt of a job: one per task, started through a Launcher, told things
+// The workers of one attempt of a job: one per task, or one per group of tasks that share a
+// process (pipeline/spec/worker_sharing.hpp), started through a Launcher, told things
 // over the control channel, and watched (their latest messages, their exits, their silence).
 // The pool knows processes and messages, not what the job does with them: a worker's death
 // or silence is reported to the caller, which decides between restart and failure.
@@ -38,7 +39,8 @@ struct TaskRuntime {
   std::string label;                    // "clicks -> ok[1]"
   std::string host;                     // where it runs; empty: the coordinator's host
   bool source = false;                  // its chain starts with a source
-  std::unique_ptr<ChildProcess> process;
+  // Shared by the tasks of one worker process (pipeline/spec/worker_sharing.hpp).
+  std::shared_ptr<ChildProcess> process;
   std::string endpoint; // where its input is bound, from READY
   int worker_pid = 0;   // the worker's pid on its host, from READY (0: not ready yet)
   bool ready = false;
@@ -85,7 +87,7 @@ struct AttemptArgs {
 struct ParkedWorker {
   int old_task = 0;
   int old_attempt = 0;
-  std::unique_ptr<ChildProcess> process;
+  std::shared_ptr<ChildProcess> process;
 };
 
 class WorkerPool {
@@ -96,8 +98,8 @@ public:
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
-  // Starts one worker per task of `job`'s plan; `job` must outlive the attempt. Throws what
-  // Launcher::start throws.
+  // Starts the workers of the tasks of `job`'s plan, grouped as worker_sharing.hpp says; `job`
+  // must outlive the attempt. Throws what Launcher::start throws.
   // `kept`, by task id of `job`'s plan: workers parked in the last attempt that run those tasks
   // now (told by REASSIGN) instead of new ones.
   void start(const LoadedJob& job, const AttemptArgs& args, std::map<int, ParkedWorker> kept = {});
@@ -108,7 +110,8 @@ public:
 
   int attempt() const { return attempt_; }
   bool empty() const { return tasks_.empty(); }
-  std::size_t size() const { return tasks_.size(); }
+  std::size_t size() const { return tasks_.size(); } // tasks
+  std::size_t process_count() const;
   TaskRuntime& operator[](std::size_t index) { return tasks_[index]; }
   const TaskRuntime& operator[](std::size_t index) const { return tasks_[index]; }
   const std::vector<TaskRuntime>& tasks() const { return tasks_; }
@@ -162,7 +165,8 @@ public:
     pid_t pid = 0;
     TaskRuntime* task = nullptr; // none: not one of this attempt's workers
   };
-  // Reaps one exited child of this process (waitpid(-1), not blocking), if any.
+  // Reaps one exited child of this process (waitpid(-1), not blocking), if any. Of the tasks
+  // that shared it, the one named is one that had not finished, if any.
   std::optional<Reaped> reap_next();
   // Kills the first running, unfinished worker not heard from within `timeout`, if any, and
   // says so: "worker for LABEL (pid N) sent no heartbeat for S s".
@@ -170,6 +174,8 @@ public:
                                                 std::chrono::milliseconds timeout);
 
 private:
+  // Starts one process for the tasks `group` (ids into tasks_), which share it.
+  void launch(const LoadedJob& job, const AttemptArgs& args, const std::vector<int>& group);
   void end_all(const char* message, std::chrono::milliseconds grace,
                std::chrono::milliseconds poll, const std::vector<int>& park = {});
 

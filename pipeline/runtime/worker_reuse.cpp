@@ -5,25 +5,12 @@
 #include <string>
 #include <tuple>
 
+#include "pipeline/spec/worker_sharing.hpp"
 #include "state/key_group.hpp"
 
 namespace streamctl::runtime {
 
 namespace {
-
-// The node types whose keyed state a kept worker moves in memory.
-bool keeps_state_in_memory(const pipeline::NodeSpec& node) {
-  return node.role == pipeline::NodeRole::Operator && (node.type == "window" || node.type == "reduce");
-}
-
-// A source or sink that holds nothing outside its process that a new worker of the next plan
-// could want at once: a kept worker's old chain lives until its restore ends, so a tcp or zmq
-// source or sink would still hold its port when the new one binds it, an exec one its child.
-bool holds_nothing_shared(const pipeline::NodeSpec& node) {
-  if (node.role == pipeline::NodeRole::Source) return node.type == "generator" || node.type == "file";
-  if (node.role == pipeline::NodeRole::Sink) return node.type == "file" || node.type == "stdout";
-  return true;
-}
 
 struct TaskShape {
   std::set<std::string> stateful_nodes;
@@ -37,9 +24,9 @@ TaskShape shape_of(const LoadedJob& job, const pipeline::Task& task) {
   TaskShape shape;
   for (std::size_t index : chain.nodes) {
     const pipeline::NodeSpec& node = job.spec.nodes[index];
-    if (keeps_state_in_memory(node)) shape.stateful_nodes.insert(node.name);
+    if (pipeline::keeps_state_in_memory(node)) shape.stateful_nodes.insert(node.name);
     if (node.role == pipeline::NodeRole::Source && node.type == "stdin") shape.reads_stdin = true;
-    if (!holds_nothing_shared(node)) shape.holds_shared = true;
+    if (!pipeline::holds_nothing_shared(node)) shape.holds_shared = true;
   }
   shape.key_groups = state::key_group_range(task.subtask, chain.parallelism,
                                             static_cast<std::uint32_t>(job.spec.max_parallelism));

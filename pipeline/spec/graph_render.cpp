@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string>
 
+#include "pipeline/spec/worker_sharing.hpp"
 #include "state/json_writer.hpp"
 
 namespace streamctl::pipeline {
@@ -97,6 +98,18 @@ std::string dot_string(const std::string& s) {
     out += c;
   }
   return out + "\"";
+}
+
+// The worker processes a run starts (worker_sharing.hpp): tasks placed on other hosts, or on
+// hosts not yet known, run alone.
+std::vector<std::vector<int>> worker_processes(const PipelineSpec& spec, const PhysicalPlan& plan,
+                                               const PlacementPreview& pp) {
+  std::vector<int> ids;
+  for (const auto& t : plan.tasks) ids.push_back(t.id);
+  std::vector<std::string> hosts;
+  if (pp.cluster.launcher != LauncherKind::Local)
+    hosts = pp.placement ? pp.placement->task_hosts : std::vector<std::string>(plan.tasks.size(), "?");
+  return group_tasks_into_workers(spec, plan, ids, hosts);
 }
 
 std::string tasks_of(const PhysicalPlan& plan, const Chain& chain) {
@@ -238,12 +251,19 @@ std::string render_text(const PipelineSpec& spec, const PhysicalPlan& plan, cons
     }
     out << "\n";
   }
-  out << "\nphysical plan: " << plan.chains.size() << " chain(s), " << plan.tasks.size()
-      << " task(s), one worker process each\n";
+  auto workers = worker_processes(spec, plan, pp);
+  out << "\nphysical plan: " << plan.chains.size() << " chain(s), " << plan.tasks.size() << " task(s) in "
+      << workers.size() << " worker process(es)\n";
   for (const auto& c : plan.chains)
     out << "  chain " << c.id << ": " << chain_label(spec, c) << "  parallelism " << c.parallelism << "  "
         << tasks_of(plan, c) << "\n";
-  out << "\nedges:\n";
+  out << "  worker processes, by their tasks:";
+  for (const auto& group : workers) {
+    out << " [";
+    for (std::size_t k = 0; k < group.size(); ++k) out << (k ? " " : "") << group[k];
+    out << "]";
+  }
+  out << "\n\nedges:\n";
   for (const auto& e : edge_views(spec, plan)) {
     out << "  " << spec.nodes[e.from].name << (e.late ? " (late records)" : "") << " -> "
         << spec.nodes[e.to].name << ": ";
@@ -330,10 +350,14 @@ std::string render_json(const PipelineSpec& spec, const PhysicalPlan& plan, cons
     out << "}";
   }
   out << "],\"tasks\":[";
+  std::vector<std::size_t> worker_of(plan.tasks.size(), 0);
+  auto workers = worker_processes(spec, plan, pp);
+  for (std::size_t w = 0; w < workers.size(); ++w)
+    for (int id : workers[w]) worker_of[static_cast<std::size_t>(id)] = w;
   for (std::size_t k = 0; k < plan.tasks.size(); ++k) {
     const auto& t = plan.tasks[k];
     out << (k ? "," : "") << "{\"id\":" << t.id << ",\"chain\":" << t.chain << ",\"subtask\":" << t.subtask
-        << ",\"host\":" << task_host_json(pp, t) << "}";
+        << ",\"worker\":" << worker_of[k] << ",\"host\":" << task_host_json(pp, t) << "}";
   }
   const ClusterSpec& cl = pp.cluster;
   out << "],\"placement\":{\"launcher\":" << json_string(launcher_name(cl.launcher))

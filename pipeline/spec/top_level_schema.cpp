@@ -69,6 +69,7 @@ const std::vector<KeySchema>& top_level_keys() {
       key("batch_size", KeyType::Int),
       key("projection", KeyType::Bool),
       key("combine", KeyType::Bool),
+      key("slot_sharing", KeyType::Bool),
       key("checkpoint", KeyType::Table, {}, checkpoint_keys()),
       key("restart", KeyType::Table, {}, restart_keys()),
       key("cluster", KeyType::Table),

@@ -136,7 +136,7 @@ inputs = ["ok"]
 TOML
 run_expect 0 "$STREAMCTL" -vv run "$WORK/logs.toml"
 stamp='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z'
-grep -qE "^$stamp streamctl: info: all 4 worker\(s\) ready: records flowing$" "$WORK/err" ||
+grep -qE "^$stamp streamctl: info: all 4 task\(s\) ready: records flowing$" "$WORK/err" ||
   fail "no timestamped info line: $(head -5 "$WORK/err")"
 grep -qE "^$stamp ok\[1\]: debug: " "$WORK/err" || fail "no line of worker ok[1]: $(cat "$WORK/err")"
 if grep -qE "worker [0-9]+: " "$WORK/err"; then fail "a worker is named by its index: $(cat "$WORK/err")"; fi

@@ -332,7 +332,7 @@ TEST_CASE("an unknown top-level key suggests the closest or lists the valid ones
              "unknown key 'paralelism' at the top level; did you mean 'parallelism'?");
   CHECK_DIAG(r, "p.toml:2:1",
              "unknown key 'zzz' at the top level; valid keys: name, parallelism, max_parallelism, "
-             "buffer_timeout, batch_size, projection, combine, checkpoint, restart, cluster, metrics, "
+             "buffer_timeout, batch_size, projection, combine, slot_sharing, checkpoint, restart, cluster, metrics, "
              "autoscale, sources, operators, sinks, test");
 }
 
