@@ -7,22 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "operators/connectors/registry.hpp"
-#include "operators/registry.hpp"
 #include "pipeline/runtime/worker_reuse.hpp"
+#include "unit/all_node_types.hpp"
 
 using namespace streamctl;
 
 namespace {
-
-const operators::Registry& registry() {
-  static const operators::Registry r = [] {
-    operators::Registry registry;
-    connectors::register_all_types(registry);
-    return registry;
-  }();
-  return r;
-}
 
 // A generator into a keyed window and a map, written to stdout; `source` replaces the
 // generator's table.
@@ -33,7 +23,7 @@ runtime::LoadedJob job(const std::vector<std::string>& sets,
                      "window = { kind = \"tumbling\", size = \"1s\" }\naggregates = { n = \"count()\" }\n"
                      "[operators.tidy]\ntype = \"map\"\ninputs = [\"per_key\"]\nset = { x = \"1\" }\n"
                      "[sinks.out]\ntype = \"stdout\"\ninputs = [\"tidy\"]\n";
-  return runtime::load_job_text(text, "r.toml", std::filesystem::current_path(), sets, registry());
+  return runtime::load_job_text(text, "r.toml", std::filesystem::current_path(), sets, testing::all_node_types());
 }
 
 // The task of `job` whose chain holds `node`, subtask `subtask`.

@@ -8,23 +8,13 @@
 #include <string>
 #include <vector>
 
-#include "operators/connectors/registry.hpp"
-#include "operators/registry.hpp"
 #include "pipeline/runtime/job_loader.hpp"
 #include "pipeline/spec/worker_sharing.hpp"
+#include "unit/all_node_types.hpp"
 
 using namespace streamctl;
 
 namespace {
-
-const operators::Registry& registry() {
-  static const operators::Registry r = [] {
-    operators::Registry registry;
-    connectors::register_all_types(registry);
-    return registry;
-  }();
-  return r;
-}
 
 // `source` into a keyed window (parallelism from `sets`), then a reduce by another key, then
 // `sink`.
@@ -36,7 +26,7 @@ runtime::LoadedJob job(const std::vector<std::string>& sets, const std::string& 
                      "[operators.running]\ntype = \"reduce\"\ninputs = [\"per_key\"]\nkey = [\"n\"]\n"
                      "aggregates = { c = \"count()\" }\n"
                      "[sinks.out]\ninputs = [\"running\"]\n" + sink + "\n";
-  return runtime::load_job_text(text, "s.toml", std::filesystem::current_path(), sets, registry());
+  return runtime::load_job_text(text, "s.toml", std::filesystem::current_path(), sets, testing::all_node_types());
 }
 
 std::vector<int> all_tasks(const runtime::LoadedJob& j) {
