@@ -13,29 +13,24 @@ namespace streamctl::runtime {
 namespace {
 
 struct TaskShape {
-  std::set<std::string> stateful_nodes;
+  pipeline::ChainTraits traits;
   state::KeyGroupRange key_groups;
-  bool reads_stdin = false;
-  bool holds_shared = false; // a source or sink that holds a port or a child (above)
 };
 
 TaskShape shape_of(const LoadedJob& job, const pipeline::Task& task) {
   const pipeline::Chain& chain = job.plan.chains[static_cast<std::size_t>(task.chain)];
   TaskShape shape;
-  for (std::size_t index : chain.nodes) {
-    const pipeline::NodeSpec& node = job.spec.nodes[index];
-    if (pipeline::keeps_state_in_memory(node)) shape.stateful_nodes.insert(node.name);
-    if (node.role == pipeline::NodeRole::Source && node.type == "stdin") shape.reads_stdin = true;
-    if (!pipeline::holds_nothing_shared(node)) shape.holds_shared = true;
-  }
+  shape.traits = pipeline::traits_of(job.spec, chain);
   shape.key_groups = state::key_group_range(task.subtask, chain.parallelism,
                                             static_cast<std::uint32_t>(job.spec.max_parallelism));
   return shape;
 }
 
 bool share_a_node(const TaskShape& a, const TaskShape& b) {
-  return std::any_of(a.stateful_nodes.begin(), a.stateful_nodes.end(),
-                     [&](const std::string& name) { return b.stateful_nodes.count(name) > 0; });
+  const auto& theirs = b.traits.stateful_nodes;
+  return std::any_of(a.traits.stateful_nodes.begin(), a.traits.stateful_nodes.end(), [&](const std::string& name) {
+    return std::find(theirs.begin(), theirs.end(), name) != theirs.end();
+  });
 }
 
 unsigned overlap(state::KeyGroupRange a, state::KeyGroupRange b) {
@@ -51,10 +46,10 @@ std::vector<WorkerReuse> plan_worker_reuse(const LoadedJob& running, const Loade
   std::vector<WorkerReuse> candidates;
   for (const auto& old_task : running.plan.tasks) {
     TaskShape from = shape_of(running, old_task);
-    if (from.reads_stdin || from.holds_shared || from.stateful_nodes.empty()) continue;
+    if (from.traits.reads_stdin || from.traits.holds_shared || from.traits.stateful_nodes.empty()) continue;
     for (const auto& new_task : next.plan.tasks) {
       TaskShape to = shape_of(next, new_task);
-      if (to.reads_stdin || !share_a_node(from, to)) continue;
+      if (to.traits.reads_stdin || !share_a_node(from, to)) continue;
       if (unsigned groups = overlap(from.key_groups, to.key_groups); groups > 0)
         candidates.push_back({old_task.id, new_task.id, groups});
     }

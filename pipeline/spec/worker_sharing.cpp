@@ -15,6 +15,17 @@ bool holds_nothing_shared(const NodeSpec& node) {
   return true;
 }
 
+ChainTraits traits_of(const PipelineSpec& spec, const Chain& chain) {
+  ChainTraits traits;
+  for (std::size_t index : chain.nodes) {
+    const NodeSpec& node = spec.nodes[index];
+    if (node.role == NodeRole::Source && node.type == "stdin") traits.reads_stdin = true;
+    if (!holds_nothing_shared(node)) traits.holds_shared = true;
+    if (keeps_state_in_memory(node)) traits.stateful_nodes.push_back(node.name);
+  }
+  return traits;
+}
+
 bool slot_sharing_enabled(const PipelineSpec& spec) { return spec.root["slot_sharing"].value_or(true); }
 
 namespace {
@@ -29,12 +40,9 @@ Sharing sharing_of(const PipelineSpec& spec, const PhysicalPlan& plan, const Tas
   Sharing s;
   auto id = static_cast<std::size_t>(task.id);
   if (id < hosts.size() && !hosts[id].empty()) s.alone = true;
-  for (std::size_t index : plan.chains[static_cast<std::size_t>(task.chain)].nodes) {
-    const NodeSpec& node = spec.nodes[index];
-    if (node.role == NodeRole::Source && node.type == "stdin") s.alone = true;
-    if (!holds_nothing_shared(node)) s.alone = true;
-    if (keeps_state_in_memory(node)) s.keepable = true;
-  }
+  ChainTraits traits = traits_of(spec, plan.chains[static_cast<std::size_t>(task.chain)]);
+  if (traits.reads_stdin || traits.holds_shared) s.alone = true;
+  s.keepable = !traits.stateful_nodes.empty();
   return s;
 }
 

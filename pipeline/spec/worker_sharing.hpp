@@ -30,6 +30,15 @@ bool keeps_state_in_memory(const NodeSpec& node);
 // could want while the old one's chain still lives.
 bool holds_nothing_shared(const NodeSpec& node);
 
+// What of a chain decides whether its task may share a process, and whether a rescale may
+// keep that process (runtime/worker_reuse.cpp): one walk of its nodes for both.
+struct ChainTraits {
+  bool reads_stdin = false;
+  bool holds_shared = false;                // a source or sink that holds a port or a child
+  std::vector<std::string> stateful_nodes;  // nodes that keep their state in memory, by name
+};
+ChainTraits traits_of(const PipelineSpec& spec, const Chain& chain);
+
 bool slot_sharing_enabled(const PipelineSpec& spec);
 
 // The worker processes of `tasks` (task ids of `plan`), each a list of task ids, in the order
