@@ -92,8 +92,8 @@ public:
     status_ = names.intern("status");
     bytes_ = names.intern("bytes");
     for (state::FieldId id : {seq_, ts_, user_, page_, status_, bytes_}) {
-      if (id >= wanted_.size()) wanted_.resize(id + 1, false);
-      wanted_[id] = emitted.contains(std::string(names.name(id)));
+      if (id >= wanted_.size()) wanted_.resize(id + 1, 0);
+      wanted_[id] = emitted.contains(std::string(names.name(id))) ? 1 : 0;
     }
     if (profile_ == Profile::Nexmark) {
       NexmarkFields fields(names);
@@ -302,7 +302,9 @@ private:
   std::chrono::steady_clock::time_point started_;
   bool rate_started_ = false;
   state::FieldId seq_, ts_, user_, page_, status_, bytes_;
-  std::vector<bool> wanted_; // by FieldId: whether the clicks and counter fields are made
+  // By FieldId: whether the clicks and counter fields are made (bytes, not vector<bool>'s bits:
+  // six bit extractions were a tenth of the source's instructions per record).
+  std::vector<std::uint8_t> wanted_;
   std::optional<NexmarkStream> nexmark_; // for profile nexmark
 };
 

@@ -33,6 +33,7 @@ KeyFields KeyFields::from_node(const pipeline::PipelineSpec& spec, const pipelin
   key.values_.resize(key.output_names_.size());
   key.columns_.resize(key.output_names_.size());
   for (const auto& e : key.expressions_) key.has_expressions_ = key.has_expressions_ || e.has_value();
+  key.single_field_ = key.output_names_.size() == 1 && !key.has_expressions_;
   key.eval_.arena = key.scratch_.get();
   return key;
 }
@@ -90,6 +91,12 @@ bool KeyFields::append_at(std::size_t row, const state::Record& record,
 
 bool KeyFields::append_at(std::size_t row, const state::Record& record,
                           const state::FieldNames& names, state::ByteScratch& out) {
+  if (single_field_) { // a field cannot fail: nothing for succeeded_at to say
+    const state::Value* v = record.find(output_names_[0]);
+    values_[0] = v ? *v : state::Value::null();
+    state::append_key(values_[0], names, out);
+    return true;
+  }
   gather_at(row, record);
   state::append_key(values_, names, out);
   return succeeded_at(row);

@@ -72,6 +72,7 @@ private:
   std::vector<std::optional<pipeline::Expression>> expressions_;
   std::vector<state::Value> values_; // of the last record encoded
   bool has_expressions_ = false;
+  bool single_field_ = false; // one entry, a top-level field: append_at's short way
   // Of the batch given to prepare(): [entry][row] values of expression entries, and per row
   // whether an expression failed and the error encode() would leave (the last failing one's).
   std::vector<std::vector<state::Value>> columns_;

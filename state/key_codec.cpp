@@ -396,6 +396,19 @@ void append_key(std::span<const Value> key, const FieldNames& names, ByteScratch
   std::memcpy(out.grow(general.size()), general.data(), general.size());
 }
 
+void append_key(const Value& only, const FieldNames& names, ByteScratch& out) {
+  if (only.kind == Kind::Array || only.kind == Kind::Map) {
+    append_key(std::span<const Value>(&only, 1), names, out);
+    return;
+  }
+  // A value count of 1, a tag, a varint or 8 bytes, and a string's bytes.
+  const std::size_t bound = 1 + 1 + 10 + (only.kind == Kind::String ? only.size : 0);
+  char* p = out.grow(bound);
+  *p++ = 1;
+  p = put_scalar(p, only);
+  out.truncate(static_cast<std::size_t>(p - out.data()));
+}
+
 Result<std::vector<Value>> decode_key(std::string_view bytes, FieldNames& names, Arena& arena) {
   return Decoder(bytes, names, arena).key();
 }

@@ -64,6 +64,9 @@ void encode_key(std::span<const Value> key, const FieldNames& names, std::string
 void append_key(std::span<const Value> key, const FieldNames& names, std::string& out);
 // The same bytes appended to a ByteScratch (no zero-filling of the bound it writes into).
 void append_key(std::span<const Value> key, const FieldNames& names, ByteScratch& out);
+// append_key() of a key of one value (the same bytes as of a span of it): the common
+// `key = ["user"]`, written without a pass over a span to bound it first.
+void append_key(const Value& only, const FieldNames& names, ByteScratch& out);
 
 // Decodes key bytes back into values, e.g. to put the key fields into an output record.
 // Strings, arrays and maps are copied into `arena` (the result does not point into `bytes`);
