@@ -91,19 +91,20 @@ char* write_int(std::int64_t v, char* p) {
     q -= 8;
     write_8_digits(chunk, q);
   }
-  while (u >= 100) {
-    auto pair = static_cast<std::size_t>(u % 100) * 2;
-    u /= 100;
+  // Below 10^8 now: 32-bit divisions by 100, half the instructions of 64-bit ones (a multiply
+  // by the reciprocal and a shift), and each pair one 2-byte store.
+  auto w = static_cast<std::uint32_t>(u);
+  while (w >= 100) {
+    const std::uint32_t pair = w % 100;
+    w /= 100;
     q -= 2;
-    q[0] = digit_pairs[pair];
-    q[1] = digit_pairs[pair + 1];
+    std::memcpy(q, &digit_pairs[pair * 2], 2);
   }
-  if (u >= 10) {
+  if (w >= 10) {
     q -= 2;
-    q[0] = digit_pairs[u * 2];
-    q[1] = digit_pairs[u * 2 + 1];
+    std::memcpy(q, &digit_pairs[w * 2], 2);
   } else {
-    *--q = static_cast<char>('0' + u);
+    *--q = static_cast<char>('0' + w);
   }
   return end;
 }
