@@ -57,3 +57,14 @@ TEST_CASE("map over a batch reports each failing record with its first failing s
   CHECK(h.errors.errors[1].raw == R"({"n":1,"d":1,"s":"y"})");
   CHECK(h.errors.errors[1].reason.find("expected a number, got string") != std::string::npos);
 }
+
+// A map of `remove` alone takes its own path (one pass, a table of removed names): every
+// record keeps its other fields in order, whether the removed ones come first, in the middle,
+// last, all or none; a name the input never had (interned after the map was built) stays.
+TEST_CASE("map of remove alone drops those fields wherever they are", "[operators][map]") {
+  Harness h(single_operator_pipeline("type = \"map\"\nremove = [\"b\", \"d\"]"));
+  auto out = h.run_operator("op", {R"({"a":1,"b":2,"c":3})", R"({"b":1,"a":2})", R"({"a":1,"d":2})",
+                                   R"({"b":1,"d":2})", R"({"a":1,"c":2})", R"({"zz_new":1,"d":[2],"b":{"x":3},"a":4})"});
+  REQUIRE(out == std::vector<std::string>{R"({"a":1,"c":3})", R"({"a":2})", R"({"a":1})", R"({})",
+                                          R"({"a":1,"c":2})", R"({"zz_new":1,"a":4})"});
+}
