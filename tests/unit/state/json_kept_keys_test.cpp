@@ -94,6 +94,12 @@ const std::vector<std::string> corpus = {
     "{\"a\":" + std::string(127, '[') + std::string(127, ']') + "}",
     "{\"a\":" + std::string(128, '[') + std::string(128, ']') + "}",
     "{\"a\":" + std::string(300, '[') + "}",
+    // Digits skipped eight at a time: runs of 7, 8, 9 and 16, a non-digit right after 8, a
+    // fraction of 8 digits and more, and a number that ends the text.
+    R"({"a":1234567,"b":12345678,"c":123456789,"d":1234567812345678})",
+    R"({"a":12345678x})", R"({"a":12345678.12345678e5})", R"({"a":0.123456789,"user":1})",
+    R"({"a":-12345678901234567890123})", R"({"a":012345678})", R"({"a":12345678.})",
+    "{\"a\":12345678",
 };
 
 } // namespace
