@@ -3,6 +3,7 @@
 #include "state/json_scan.hpp"
 #include "state/utf8.hpp"
 
+#include <bit>
 #include <charconv>
 #include <cstring>
 #include <limits>
@@ -15,16 +16,9 @@ namespace {
 constexpr FieldId no_field = std::numeric_limits<FieldId>::max();
 
 bool is_digit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
-// Whether the 8 bytes of w (as read from memory, little-endian) are all '0'..'9': each byte's
-// high nibble is 3, and adding 6 leaves it 3 (so the low nibble is at most 9).
-bool eight_digits(std::uint64_t w) {
-  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the byte order of the digits");
-  return ((w & 0xF0F0F0F0F0F0F0F0ULL) |
-          (((w + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) >> 4)) == 0x3333333333333333ULL;
-}
 
-// The value of 8 decimal digits (eight_digits(w)), the first in the lowest byte: pairs, then
-// fours, then the eight, by multiplications that keep each partial value in its own lanes.
+// The value of 8 decimal digits (leading_digits(w) == 8), the first in the lowest byte: pairs,
+// then fours, then the eight, by multiplications that keep each partial value in its own lanes.
 std::uint64_t eight_digits_value(std::uint64_t w) {
   w -= 0x3030303030303030ULL;
   w = (w * 10) + (w >> 8); // each 16-bit lane's low byte: two digits
@@ -34,14 +28,32 @@ std::uint64_t eight_digits_value(std::uint64_t w) {
   return w;
 }
 
-// Past the run of digits at p: eight at a time while eight bytes are left (a skipped timestamp
-// has 13), then one by one.
+// How many of the 8 bytes of w (as read from memory, little-endian) are digits before the
+// first that is not (8: all are). Byte by byte, the high nibble of b and that of b + 6 are both
+// 3 exactly when b is '0'..'9', provided no byte below carried into b when 6 was added to
+// every byte at once; none below the first non-digit can (a digit plus 6 stays below 0x40).
+int leading_digits(std::uint64_t w) {
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the byte order of the digits");
+  const std::uint64_t t = ((w & 0xF0F0F0F0F0F0F0F0ULL) |
+                           (((w + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) >> 4)) ^
+                          0x3333333333333333ULL;
+  return t == 0 ? 8 : std::countr_zero(t) >> 3;
+}
+
+// The value of the first n (1 to 7) digits of w: moved to its top bytes, below them '0's.
+std::uint64_t leading_digits_value(std::uint64_t w, int n) {
+  const int low = (8 - n) * 8;
+  return eight_digits_value((w << low) | (0x3030303030303030ULL >> (n * 8)));
+}
+
+// Past the run of digits at p: eight bytes at a time while eight are left, then one by one.
 const char* skip_digits(const char* p, const char* end) {
   while (end - p >= 8) {
     std::uint64_t w;
     std::memcpy(&w, p, 8);
-    if (!eight_digits(w)) break;
-    p += 8;
+    const int n = leading_digits(w);
+    p += n;
+    if (n < 8) return p;
   }
   while (p < end && is_digit(*p)) ++p;
   return p;
@@ -589,12 +601,21 @@ bool JsonReader::number(Value& out) {
   } else {
     // Wraps past 19 digits; such a literal takes the float path below. Eight digits at a time
     // while eight are left (a timestamp has 13): the wrap is the same, being modulo 2^64.
+    // Eight bytes at a time while eight are left, the run's last few digits too (a status or
+    // a price has 3 or 4: one by one they cost more than the eight).
+    static constexpr std::uint64_t powers_of_ten[8] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
     while (end_ - p >= 8) {
       std::uint64_t w;
       std::memcpy(&w, p, 8);
-      if (!eight_digits(w)) break;
-      magnitude = magnitude * 100000000 + eight_digits_value(w);
-      p += 8;
+      const int n = leading_digits(w);
+      if (n == 8) {
+        magnitude = magnitude * 100000000 + eight_digits_value(w);
+        p += 8;
+        continue;
+      }
+      if (n > 0) magnitude = magnitude * powers_of_ten[n] + leading_digits_value(w, n);
+      p += n;
+      break;
     }
     while (p < end_ && is_digit(*p)) magnitude = magnitude * 10 + static_cast<unsigned>(*p++ - '0');
   }

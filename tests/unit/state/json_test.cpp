@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -239,6 +240,48 @@ TEST_CASE("integers that fit int64 are ints, other numbers floats", "[json]") {
              "00000000000000000000000000000000000000000000000000000000000000000000000000000000000"
              "00000000000000000000000000000000000000000000000000000000000000000000000000000000001")
             .f == 0.0);
+}
+
+// The reader takes the digits of a number eight bytes at a time where eight are left, the last
+// few of a run too: every length of 1 to 20 digits, with each thing that may follow it, at
+// every distance from the end of the text, must read as std::from_chars reads it.
+TEST_CASE("integers of every length read alike at every distance from the end", "[json]") {
+  std::mt19937_64 rng(20261207);
+  for (int length = 1; length <= 20; ++length)
+    for (const char* after : {"", ",\"b\":1", "}", ".5", "e2", "]"})
+      for (int pad = 0; pad < 9; ++pad) {
+        std::string digits(1, static_cast<char>('1' + rng() % 9));
+        for (int k = 1; k < length; ++k) digits += static_cast<char>('0' + rng() % 10);
+        const bool negative = rng() % 2 == 0;
+        const std::string number = (negative ? "-" : "") + digits + after;
+        // As a record's field (the object reader) and as a value alone (the end of the text
+        // right after the digits, or `pad` bytes of a longer field after them).
+        const std::string record =
+            "{\"a\":" + (negative ? "-" : std::string()) + digits + ",\"p\":\"" + std::string(pad, 'x') + "\"}";
+        FieldNames names;
+        Batch batch;
+        INFO(record);
+        REQUIRE(parse_into(record, names, batch).ok());
+        const Value& got = batch[0].fields[0].value;
+        const std::string text = (negative ? "-" : "") + digits;
+        std::int64_t as_int = 0;
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), as_int);
+        if (ec == std::errc() && end == text.data() + text.size()) {
+          REQUIRE(got.kind == Kind::Int);
+          CHECK(got.i == as_int);
+        } else {
+          double as_float = 0;
+          std::from_chars(text.data(), text.data() + text.size(), as_float);
+          REQUIRE(got.kind == Kind::Float);
+          CHECK(got.f == as_float);
+        }
+        if (std::string_view(after).empty() || after[0] == '.' || after[0] == 'e') {
+          Value alone = parse_one(number, names, batch);
+          double expected = 0;
+          std::from_chars(number.data(), number.data() + number.size(), expected);
+          CHECK((alone.kind == Kind::Int ? static_cast<double>(alone.i) : alone.f) == expected);
+        }
+      }
 }
 
 TEST_CASE("malformed numbers are errors with their column", "[json]") {
