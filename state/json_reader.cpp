@@ -180,6 +180,7 @@ Result<void> JsonReader::parse_record(std::string_view text, FieldNames& names, 
   kept_ = kept;
   if (expected_names_ != &names || expected_kept_ != kept) {
     expected_keys_.clear();
+    distinct_expected_stale_ = true;
     expected_names_ = &names;
     expected_kept_ = kept;
   }
@@ -266,7 +267,10 @@ bool JsonReader::object(std::vector<Field>& out, int depth) {
   const bool top = depth == 1;
   const KeptKeys* kept = top ? kept_ : nullptr;
   const bool predict = top && repeated_keys_;
+  bool all_predicted = predict;
+  std::size_t keys = 0;
   for (std::size_t position = 0;; ++position) {
+    keys = position + 1;
     if (p_ >= end_ || *p_ != '"') {
       if (p_ >= end_) return unexpected(p_);
       return error(p_, "expected a string key");
@@ -285,6 +289,7 @@ bool JsonReader::object(std::vector<Field>& out, int depth) {
       }
     }
     if (!known) {
+      all_predicted = false;
       std::string_view text;
       if (!key_text(text)) return false;
       if (kept == nullptr) {
@@ -299,6 +304,7 @@ bool JsonReader::object(std::vector<Field>& out, int depth) {
         if (expected_keys_.size() <= position) expected_keys_.resize(position + 1);
         expected_keys_[position].raw.assign(text);
         expected_keys_[position].id = name;
+        distinct_expected_stale_ = true;
       }
     }
     if (p_ < end_ && *p_ == ':') {
@@ -340,8 +346,29 @@ bool JsonReader::object(std::vector<Field>& out, int depth) {
     }
     p_ = skip_space(p_, end_);
   }
-  if (out.size() - base > 1) dedup(out, base);
+  // Each field's id is then its expected key's, in the same order.
+  const bool distinct = all_predicted && keys <= distinct_expected_keys();
+  if (out.size() - base > 1 && !distinct) dedup(out, base);
   return true;
+}
+
+std::size_t JsonReader::distinct_expected_keys() {
+  if (distinct_expected_stale_) {
+    // Quadratic, but only when the expected keys change; a wide record's later keys are left
+    // to dedup().
+    constexpr std::size_t most = 64;
+    std::size_t m = 0;
+    for (; m < expected_keys_.size() && m < most; ++m) {
+      const FieldId id = expected_keys_[m].id;
+      if (id == no_field) continue;
+      bool repeated = false;
+      for (std::size_t k = 0; k < m && !repeated; ++k) repeated = expected_keys_[k].id == id;
+      if (repeated) break;
+    }
+    distinct_expected_ = m;
+    distinct_expected_stale_ = false;
+  }
+  return distinct_expected_;
 }
 
 // p_ is at '['.

@@ -141,6 +141,12 @@ private:
   };
   bool repeated_keys_ = false;
   std::vector<ExpectedKey> expected_keys_;
+  // How many of the first expected keys have ids that differ from each other's (no_field
+  // aside), worked out again after expected_keys_ changes: a record whose keys were all
+  // predicted and are that many or fewer has no duplicate to look for.
+  std::size_t distinct_expected_keys();
+  std::size_t distinct_expected_ = 0;
+  bool distinct_expected_stale_ = true;
   const FieldNames* expected_names_ = nullptr;
   const KeptKeys* expected_kept_ = nullptr;
   std::array<FieldId, 256> key_cache_;      // direct-mapped: hash of key bytes -> FieldId

@@ -174,6 +174,12 @@ TEST_CASE("repeated keys: a reader that expects the last record's keys reads any
       R"({"":1,"ts":9})",                   R"({"ts":10,"user":"h","page":"t"})",
       "{\"ts\":11,\"user\":\"\xC3\xA9\",\"p\xC3\xA9\":1}", "{\"ts\":12,\"user\":\"i\",\"p\xC3\":1}",
       R"({"ts":13,"user":"j","page":"u","ts":14})",
+      // A line of duplicates learnt as the expected keys, then lines whose keys are all
+      // predicted from it (duplicates or not), then distinct ones again: dedup is skipped
+      // only where the predicted keys are distinct.
+      R"({"a":1,"a":2,"b":3})", R"({"a":4,"a":5,"b":6})", R"({"a":7,"a":8})", R"({"a":9})",
+      R"({"a":1,"b":2,"c":3})", R"({"a":4,"b":5,"c":6})", R"({"a":7,"b":8,"c":9,"a":10})",
+      R"({"a":1,"b":2})", R"({"a":1,"b":2,"c":3,"b":4})",
   };
   for (bool with_kept : {false, true}) {
     FieldNames names;
