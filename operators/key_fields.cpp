@@ -43,8 +43,7 @@ bool KeyFields::encode(const state::Record& record, const state::FieldNames& nam
   scratch_->reset();
   for (std::size_t k = 0; k < output_names_.size(); ++k) {
     if (!expressions_[k]) {
-      const state::Value* v = record.find(output_names_[k]);
-      values_[k] = v ? *v : state::Value::null();
+      read_field(k, record);
     } else if (!expressions_[k]->eval(record, eval_, values_[k])) {
       values_[k] = state::Value::null();
       ok = false;
@@ -92,8 +91,7 @@ bool KeyFields::append_at(std::size_t row, const state::Record& record,
 bool KeyFields::append_at(std::size_t row, const state::Record& record,
                           const state::FieldNames& names, state::ByteScratch& out) {
   if (single_field_) { // a field cannot fail: nothing for succeeded_at to say
-    const state::Value* v = record.find(output_names_[0]);
-    values_[0] = v ? *v : state::Value::null();
+    read_field(0, record);
     state::append_key(values_[0], names, out);
     return true;
   }
@@ -104,13 +102,16 @@ bool KeyFields::append_at(std::size_t row, const state::Record& record,
 
 void KeyFields::gather_at(std::size_t row, const state::Record& record) {
   for (std::size_t k = 0; k < output_names_.size(); ++k) {
-    if (!expressions_[k]) {
-      const state::Value* v = record.find(output_names_[k]);
-      values_[k] = v ? *v : state::Value::null();
-    } else {
+    if (!expressions_[k])
+      read_field(k, record);
+    else
       values_[k] = columns_[k][row];
-    }
   }
+}
+
+void KeyFields::read_field(std::size_t k, const state::Record& record) {
+  const state::Value* v = record.find(output_names_[k]);
+  values_[k] = v ? *v : state::Value::null();
 }
 
 bool KeyFields::succeeded_at(std::size_t row) {

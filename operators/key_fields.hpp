@@ -65,6 +65,8 @@ private:
   KeyFields() = default;
   // append_at's two halves: the key's values of a row into values_, and its result.
   void gather_at(std::size_t row, const state::Record& record);
+  // values_[k] = entry k's field of the record (null when missing); entry k is a field.
+  void read_field(std::size_t k, const state::Record& record);
   bool succeeded_at(std::size_t row);
 
   std::vector<state::FieldId> output_names_;

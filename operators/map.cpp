@@ -69,8 +69,7 @@ private:
   // A map of `remove` alone (Nexmark q0, q2: the usual way to drop fields) copies each record's
   // fields but those straight into the output's arena, or shares the record when it has none
   // of them: through a RecordBuilder, each field was copied twice and each removal shifted the
-  // rest.
-  // One pass over each record's names, each checked by a table lookup (a std::find over
+  // rest. One pass over each record's names, each looked up in a table (a std::find over
   // `remove` per field, twice, was most of the map's instructions in Nexmark q0).
   void remove_only(const state::Batch& in, state::Batch& out) {
     for (const state::Record& record : in) {

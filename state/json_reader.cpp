@@ -626,10 +626,10 @@ bool JsonReader::number(Value& out) {
     ++p;
     if (p < end_ && is_digit(*p)) return error(start, "invalid number (leading zero)");
   } else {
-    // Wraps past 19 digits; such a literal takes the float path below. Eight digits at a time
-    // while eight are left (a timestamp has 13): the wrap is the same, being modulo 2^64.
-    // Eight bytes at a time while eight are left, the run's last few digits too (a status or
-    // a price has 3 or 4: one by one they cost more than the eight).
+    // Wraps past 19 digits; such a literal takes the float path below. Eight bytes at a time
+    // while eight are left, the run's last few digits from the same eight (a status or a price
+    // has 3 or 4: one by one they cost more than the eight); the wrap is the same, being
+    // modulo 2^64.
     static constexpr std::uint64_t powers_of_ten[8] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
     while (end_ - p >= 8) {
       std::uint64_t w;

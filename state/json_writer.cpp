@@ -322,6 +322,10 @@ void JsonRecordWriter::append(const Record& r, std::string& out) {
   // bids). One pass over the fields: each one's room is checked as it comes (a pass to bound
   // the whole record first looked every field and its name up twice). The text is the same as
   // append_json's; a field that is not plain sends the whole record to the general path.
+  if (r.size == 0) {
+    out += "{}";
+    return;
+  }
   char* p = scratch_.data();
   char* limit = p + scratch_.size();
   for (std::uint32_t k = 0; k < r.size; ++k) {
@@ -362,10 +366,6 @@ void JsonRecordWriter::append(const Record& r, std::string& out) {
       break;
     }
     }
-  }
-  if (r.size == 0) {
-    out += "{}";
-    return;
   }
   *p++ = '}';
   out.append(scratch_.data(), p);

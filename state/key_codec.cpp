@@ -397,14 +397,11 @@ void append_key(std::span<const Value> key, const FieldNames& names, ByteScratch
 }
 
 void append_key(const Value& only, const FieldNames& names, ByteScratch& out) {
-  if (only.kind == Kind::Array || only.kind == Kind::Map) {
-    append_key(std::span<const Value>(&only, 1), names, out);
-    return;
-  }
-  // A value count of 1, a tag, a varint or 8 bytes, and a string's bytes.
-  const std::size_t bound = 1 + 1 + 10 + (only.kind == Kind::String ? only.size : 0);
+  const std::span<const Value> key(&only, 1);
+  const std::size_t bound = flat_key_bound(key);
+  if (bound == 0) return append_key(key, names, out); // an array or a map
   char* p = out.grow(bound);
-  *p++ = 1;
+  *p++ = 1; // the value count, as put_flat_key writes it
   p = put_scalar(p, only);
   out.truncate(static_cast<std::size_t>(p - out.data()));
 }

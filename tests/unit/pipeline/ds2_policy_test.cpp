@@ -4,10 +4,10 @@
 #include <random>
 #include <utility>
 
-#include "operators/connectors/registry.hpp"
 #include "operators/registry.hpp"
 #include "pipeline/runtime/ds2_policy.hpp"
 #include "pipeline/runtime/job_loader.hpp"
+#include "unit/all_node_types.hpp"
 
 using namespace streamctl;
 using runtime::Ds2Decision;
@@ -401,8 +401,7 @@ parallelism = 1
 TEST_CASE("DS2: a chain with a one-subtask source (tcp, stdin) keeps parallelism 1", "[ds2]") {
   // Validation refuses `parallelism` > 1 for these sources, so the autoscaler must not ask for
   // it, however loaded the chain: it reports why instead.
-  operators::Registry registry;
-  connectors::register_all_types(registry);
+  const operators::Registry& registry = testing::all_node_types();
   for (std::string source : {"type = \"tcp\"\naddress = \"127.0.0.1:9000\"", "type = \"stdin\""}) {
     auto job = runtime::load_job_text(R"toml(name = "ds2"
 [sources.in]
