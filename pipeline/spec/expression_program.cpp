@@ -238,6 +238,8 @@ const char* code_name(Code c) {
   case Code::Le: return "le";
   case Code::Gt: return "gt";
   case Code::Ge: return "ge";
+  case Code::StrEq: return "str.eq";
+  case Code::StrNe: return "str.ne";
   case Code::Neg: return "neg";
   case Code::Not: return "not";
   case Code::Index: return "index";
@@ -332,11 +334,11 @@ std::uint32_t Program::lower(const Node& n) {
   case Op::Le:
   case Op::Gt:
   case Op::Ge: {
-    Operand a = lower_operand(*n.args[0]);
-    Operand b = lower_operand(*n.args[1]);
-    emit(Instr{
-        .code = comparison_code(n.op), .dst = new_register(), .a = a, .b = b, .node = &n});
-    return code_.back().dst;
+    Instr in{.node = &n};
+    lower_comparison(n, in, &Instr::code);
+    in.dst = new_register();
+    emit(in);
+    return in.dst;
   }
   case Op::And:
   case Op::Or: {
@@ -352,9 +354,7 @@ std::uint32_t Program::lower(const Node& n) {
                .node = &n,
                .operand = &arg};
       if (arg.op >= Op::Eq && arg.op <= Op::Ge) {
-        in.test = comparison_code(arg.op);
-        in.a = lower_operand(*arg.args[0]);
-        in.b = lower_operand(*arg.args[1]);
+        lower_comparison(arg, in, &Instr::test);
       } else {
         in.a = lower_operand(arg);
       }
@@ -406,6 +406,21 @@ std::uint32_t Program::lower(const Node& n) {
   }
   }
   return new_register();
+}
+
+void Program::lower_comparison(const Node& n, Instr& in, Code Instr::*field) {
+  const Node& left = *n.args[0];
+  const Node& right = *n.args[1];
+  in.*field = comparison_code(n.op);
+  in.a = lower_operand(left);
+  in.b = lower_operand(right);
+  if (n.op != Op::Eq && n.op != Op::Ne) return;
+  const bool left_constant = left.op == Op::Literal && left.literal.kind == Kind::String;
+  const bool right_constant = right.op == Op::Literal && right.literal.kind == Kind::String;
+  if (left_constant == right_constant) return; // neither (two constants were folded away)
+  in.*field = n.op == Op::Eq ? Code::StrEq : Code::StrNe;
+  in.text = StringConstant::of((left_constant ? left : right).literal.str(), left_constant);
+  if (left_constant) std::swap(in.a, in.b); // a: the value compared; b: the constant
 }
 
 // `hash(x) % k`, k an int constant that is neither 0 nor -1: how a key is put in a bucket.
@@ -537,6 +552,27 @@ struct Row {
   const Operand* args; // the program's call operands (Instr::args indexes them)
 };
 
+// StrEq or StrNe (or a Decide's test of one, `comparison` its node) of a value that is not a
+// string: the general rules, with the operands in their written order.
+[[gnu::noinline]] bool compare_constant_slow(const Node& comparison, const Instr& in,
+                                             const Value& a, const Row& w, Value& out) {
+  const Value& constant = w.r[in.b.reg];
+  Env env{w.record, w.ctx, w.names};
+  return in.text.first ? apply_compare(comparison, constant, a, env, out)
+                       : apply_compare(comparison, a, constant, env, out);
+}
+
+// `a test constant`, test StrEq or StrNe, into `out`; false on a per-record error.
+[[gnu::always_inline]] inline bool compare_with_constant(Code test, const Instr& in, const Instr& at,
+                                                         const Node& comparison, const Value& a,
+                                                         const Row& w, Value& out) {
+  if (a.kind == Kind::String) [[likely]] {
+    copy_value(out, Value::boolean(in.text.equals(a.s, a.size) == (test == Code::StrEq)));
+    return true;
+  }
+  return compare_constant_slow(comparison, at, a, w, out);
+}
+
 // HashModConst of anything but an int or a string: hash() and then `%`, by the general rules.
 [[gnu::noinline]] bool hash_mod_slow(const Instr& in, const Value& a, const Row& w);
 
@@ -587,6 +623,8 @@ template <Code C>
     if (compare_fast(C, a, b, dst)) return Step::Next;
     Env e = env();
     return step_if(apply_compare(*in.node, a, b, e, dst));
+  } else if constexpr (C == Code::StrEq || C == Code::StrNe) {
+    return step_if(compare_with_constant(C, in, at, *in.node, A(), w, dst));
   } else if constexpr (C == Code::Neg) {
     Env e = env();
     return step_if(apply_negate(*in.node, A(), e, dst));
@@ -601,7 +639,11 @@ template <Code C>
     return step_if(apply_index(*in.node, A(), B(), e, dst));
   } else if constexpr (C == Code::Decide) {
     bool t = false; // set on every path below; GCC cannot always tell (unity builds)
-    if (in.test != Code::Move) {
+    if (in.test == Code::StrEq || in.test == Code::StrNe) {
+      Value v;
+      if (!compare_with_constant(in.test, in, at, *in.operand, A(), w, v)) return Step::Fail;
+      t = v.b; // a comparison is always a bool
+    } else if (in.test != Code::Move) {
       const Value& a = A();
       const Value& b = B();
       Value v;
@@ -706,6 +748,8 @@ template <typename F> [[gnu::always_inline]] inline void dispatch(Code c, F&& f)
     STREAMCTL_EXPR_CASE(Le)
     STREAMCTL_EXPR_CASE(Gt)
     STREAMCTL_EXPR_CASE(Ge)
+    STREAMCTL_EXPR_CASE(StrEq)
+    STREAMCTL_EXPR_CASE(StrNe)
     STREAMCTL_EXPR_CASE(Neg)
     STREAMCTL_EXPR_CASE(Not)
     STREAMCTL_EXPR_CASE(Index)
@@ -819,10 +863,33 @@ std::size_t Program::run_batch(std::span<const state::Record> records, EvalConte
   return done;
 }
 
+std::string Program::constant_text(const StringConstant& c) {
+  return '"' + std::string(c.s, c.size) + '"';
+}
+
 std::string Program::operand_text(const Operand& o) const {
   if (!o.field) return "r" + std::to_string(o.reg);
   if (names_ == nullptr) return "$" + std::to_string(o.id);
   return "$" + std::string(names_->name(o.id));
+}
+
+StringConstant StringConstant::of(std::string_view text, bool first) {
+  StringConstant c;
+  c.s = text.data();
+  c.size = static_cast<std::uint32_t>(text.size());
+  c.first = first;
+  const char* p = text.data();
+  const std::uint32_t n = c.size;
+  if (n >= 8 && n <= 16) {
+    c.head = load<std::uint64_t>(p);
+    c.tail = load<std::uint64_t>(p + n - 8);
+  } else if (n >= 4 && n < 8) {
+    c.head = load<std::uint32_t>(p);
+    c.tail = load<std::uint32_t>(p + n - 4);
+  } else if (n >= 1 && n < 4) {
+    c.head = short_word(p, n);
+  }
+  return c;
 }
 
 std::string Program::listing() const {
@@ -863,7 +930,14 @@ std::string Program::listing() const {
     case Code::Gt:
     case Code::Ge:
     case Code::Index: out += " " + operand_text(in.a) + ", " + operand_text(in.b); break;
+    case Code::StrEq:
+    case Code::StrNe: out += " " + operand_text(in.a) + ", " + constant_text(in.text); break;
     case Code::Decide:
+      if (in.test == Code::StrEq || in.test == Code::StrNe) {
+        out += std::string(" ") + code_name(in.test) + " " + operand_text(in.a) + ", " +
+               constant_text(in.text);
+        break;
+      }
       if (in.test != Code::Move) {
         out += std::string(" ") + code_name(in.test) + " " + operand_text(in.a) + ", " +
                operand_text(in.b);

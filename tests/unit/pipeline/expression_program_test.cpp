@@ -148,7 +148,7 @@ TEST_CASE("program: field operands are read in place and a constant divisor is s
   Lowered filter("status == 200 && kb > 4 && user != \"bot\"", names);
   CHECK(filter.listing() == "0: r0 = decide eq $status, r1 -> 4\n"
                             "1: r0 = decide gt $kb, r2 -> 4\n"
-                            "2: r0 = decide ne $user, r3 -> 4\n"
+                            "2: r0 = decide str.ne $user, \"bot\" -> 4\n"
                             "3: r0 = set.bool true\n"
                             "result r0\n");
   // A divisor that could fail or overflow (0, -1, a field) keeps the general instruction.
@@ -281,6 +281,61 @@ TEST_CASE("program: comparisons of ints, floats, mixed numbers and strings",
     REQUIRE(v.kind == Kind::Bool);
     CHECK(v.b == c.expected);
   }
+}
+
+TEST_CASE("program: equality with a string constant of every length is decided inline",
+          "[expression][program]") {
+  // StrEq and StrNe compare a constant of 1 to 16 bytes in two loads that may overlap, and a
+  // longer one by memcmp: every length up to 40, against the same string, one differing at
+  // each position, one a byte shorter and one a byte longer, with the constant on either side,
+  // alone and as an operand of &&, one record at a time and in a batch.
+  Records rs;
+  const std::string alphabet = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH";
+  for (std::size_t n = 0; n <= 40; ++n) {
+    const std::string constant = alphabet.substr(0, n);
+    std::vector<std::string> values = {constant, constant + "x"};
+    if (n > 0) values.push_back(constant.substr(0, n - 1));
+    for (std::size_t at = 0; at < n; ++at) {
+      std::string differs = constant;
+      differs[at] = static_cast<char>(differs[at] ^ 0x20);
+      values.push_back(differs);
+    }
+    const std::string quoted = "\"" + constant + "\"";
+    for (const std::string& value : values) {
+      Record r = rs.make({{"s", rs.str(value)}, {"t", Value::boolean(true)}});
+      const bool same = value == constant;
+      INFO("constant \"" << constant << "\", value \"" << value << "\"");
+      CHECK(rs.eval("s == " + quoted, r).b == same);
+      CHECK(rs.eval(quoted + " == s", r).b == same);
+      CHECK(rs.eval("s != " + quoted, r).b == !same);
+      CHECK(rs.eval(quoted + " != s", r).b == !same);
+      CHECK(rs.eval("t && s == " + quoted, r).b == same);
+      CHECK(rs.eval("t && " + quoted + " != s", r).b == !same);
+      auto e = Expression::compile("s == " + quoted + " || s == \"" + constant + "z\"", rs.names);
+      std::vector<Record> batch(37, r);
+      std::vector<Value> out(batch.size());
+      REQUIRE(e.eval_batch(batch, rs.ctx, out.data()) == batch.size());
+      for (const Value& v : out) CHECK(v.b == same);
+    }
+  }
+  FieldNames names;
+  CHECK(Lowered("s == \"bid\"", names).listing() == "0: r1 = str.eq $s, \"bid\"\nresult r1\n");
+  CHECK(Lowered("\"bid\" != s", names).listing() == "0: r1 = str.ne $s, \"bid\"\nresult r1\n");
+}
+
+TEST_CASE("program: a string constant compared with another kind follows the general rules",
+          "[expression][program]") {
+  Records rs;
+  Record r = rs.make({{"i", Value::integer(3)}, {"n", Value::null()}, {"s", rs.str("3")}});
+  // null compares false both ways; a number with a string is a per-record error, its message
+  // naming the kinds in the order written.
+  CHECK_FALSE(rs.eval("n == \"3\"", r).b);
+  CHECK_FALSE(rs.eval("missing != \"3\"", r).b);
+  CHECK_FALSE(rs.eval("true && n == \"3\"", r).b);
+  CHECK(rs.error("i == \"3\"", r).find("cannot compare int with string") != std::string::npos);
+  CHECK(rs.error("\"3\" != i", r).find("cannot compare string with int") != std::string::npos);
+  CHECK(rs.error("s == \"3\" && i == \"3\"", r).find("cannot compare int with string") !=
+        std::string::npos);
 }
 
 TEST_CASE("program: hash of ints and strings matches the general hash", "[expression][program]") {
@@ -418,8 +473,9 @@ public:
     }
     case 4:
     case 5: {
-      static const char* strings[] = {"", "a", "b", "bot", "ab", "A-b", "3", "2.5"};
-      return Value::string(batch.copy_string(strings[pick(8)]));
+      static const char* strings[] = {"", "a", "b", "bot", "ab", "A-b", "3", "2.5",
+                                      "abcdefgh", "abcdefgi", "abcdefghijklmnopq"};
+      return Value::string(batch.copy_string(strings[pick(std::size(strings))]));
     }
     case 6: {
       Value* elements = batch.arena().allocate_array<Value>(3);
@@ -442,7 +498,8 @@ private:
   std::string leaf() {
     static const char* leaves[] = {"a",   "b",    "c",     "d",    "m.x", "m.y",   "missing",
                                    "0",   "1",    "-1",    "3",    "2.5", "0.0",   "\"a\"",
-                                   "\"\"", "true", "false", "null", "a",   "b",     "c"};
+                                   "\"\"", "true", "false", "null", "a",   "b",     "c",
+                                   "\"bot\"", "\"A-b\"", "\"abcdefgh\"", "\"abcdefghijklmnopq\""};
     return leaves[pick(std::size(leaves))];
   }
   std::string arith() {
