@@ -213,10 +213,13 @@ TEST_CASE("write_int writes what std::to_chars writes", "[json]") {
   auto check = [](std::int64_t v) {
     char a[24];
     char b[24];
+    std::memset(b, '#', sizeof b);
     auto ra = std::to_chars(a, a + sizeof a, v);
     char* rb = write_int(v, b);
     INFO(v);
     REQUIRE(std::string(a, ra.ptr) == std::string(b, rb));
+    // Nothing past the text: generators size an arena allocation by it.
+    REQUIRE(std::all_of(rb, b + sizeof b, [](char c) { return c == '#'; }));
   };
   check(0);
   check(std::numeric_limits<std::int64_t>::min());
@@ -231,6 +234,17 @@ TEST_CASE("write_int writes what std::to_chars writes", "[json]") {
     }
     if (k < 18) p *= 10;
   }
+  // Every value of each 4-digit half of an eight-digit chunk beside a few of the other, in the
+  // low chunk, the high one and alone; and every number below 100,000.
+  for (std::int64_t half = 0; half < 10000; ++half) {
+    for (std::int64_t other : {0, 1, 99, 100, 5050, 9999}) {
+      check(half * 10000 + other);
+      check(other * 10000 + half);
+      check((half * 10000 + other) * 100000000 + 12345678);
+      check(-((other * 10000 + half) * 100000000 + 99999999));
+    }
+  }
+  for (std::int64_t v = 0; v < 100000; ++v) check(v);
   for (int k = 0; k < 100000; ++k) {
     auto v = static_cast<std::int64_t>(rng());
     check(v);
