@@ -76,6 +76,13 @@ TEST_CASE("XXH3-64 seed 0 gives the published values", "[state][key_group]") {
   CHECK(h(17) == 0xED4BE912BA5F836DULL);
   CHECK(h(33) == 0x9013FB74CA603E0CULL);
   CHECK(h(64) == 0xFA5271FCCE0DB1C3ULL);
+  // Every length from 0 to 1000 (each of XXH3's paths and their edges), folded into one value
+  // computed with the shared library (libxxhash 0.8.1): hash_key_bytes compiles xxHash in.
+  std::string b(1000, '\0');
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<char>(i * 7 + 3);
+  std::uint64_t fold = 0;
+  for (std::size_t n = 0; n <= b.size(); ++n) fold = fold * 31 + hash_key_bytes(std::string_view(b).substr(0, n));
+  CHECK(fold == 0x234C374A00A6DE64ULL);
 }
 
 TEST_CASE("encoded keys, their hashes and key groups are pinned", "[state][key_group]") {
