@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "operators/hyperloglog.hpp"
+#include "state/le_bytes.hpp"
 
 namespace streamctl::operators {
 
@@ -71,12 +72,10 @@ void put_u8(std::string& out, std::uint8_t v) {
   out.push_back(static_cast<char>(v));
 }
 void put_u32(std::string& out, std::uint32_t v) {
-  for (int k = 0; k < 4; ++k)
-    out.push_back(static_cast<char>(v >> (8 * k)));
+  state::append_le(out, v);
 }
 void put_u64(std::string& out, std::uint64_t v) {
-  for (int k = 0; k < 8; ++k)
-    out.push_back(static_cast<char>(v >> (8 * k)));
+  state::append_le(out, v);
 }
 void put_i64(std::string& out, std::int64_t v) {
   put_u64(out, static_cast<std::uint64_t>(v));

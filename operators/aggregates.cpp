@@ -1,5 +1,6 @@
 #include "operators/aggregates.hpp"
 #include "pipeline/spec/edit_distance.hpp"
+#include "state/le_bytes.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -392,9 +393,7 @@ void Aggregates::emit(const std::byte* block, state::RecordBuilder& builder,
 }
 
 void Aggregates::serialize(const std::byte* block, std::string& out) const {
-  auto n = static_cast<std::uint32_t>(functions_.size());
-  for (int b = 0; b < 4; ++b)
-    out.push_back(static_cast<char>(n >> (8 * b)));
+  state::append_le(out, static_cast<std::uint32_t>(functions_.size()));
   for (std::size_t k = 0; k < functions_.size(); ++k) {
     out.push_back(static_cast<char>(functions_[k]->kind()));
     functions_[k]->serialize(block + offsets_[k], out);

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <limits>
 
+#include "state/le_bytes.hpp"
+
 namespace streamctl::operators {
 
 namespace {
@@ -41,8 +43,7 @@ double tau(double x) {
 }
 
 void put_u32(std::string& out, std::uint32_t v) {
-  for (int k = 0; k < 4; ++k)
-    out.push_back(static_cast<char>(v >> (8 * k)));
+  state::append_le(out, v);
 }
 
 bool get_u32(std::string_view& in, std::uint32_t& v) {

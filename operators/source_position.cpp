@@ -1,5 +1,7 @@
 #include "operators/source_position.hpp"
 
+#include "state/le_bytes.hpp"
+
 namespace streamctl::operators {
 
 PositionWriter::PositionWriter(std::string& out, std::uint8_t version, char kind) : out_(out) {
@@ -9,13 +11,9 @@ PositionWriter::PositionWriter(std::string& out, std::uint8_t version, char kind
 
 void PositionWriter::u8(std::uint8_t v) { out_.push_back(static_cast<char>(v)); }
 
-void PositionWriter::u32(std::uint32_t v) {
-  for (int k = 0; k < 4; ++k) out_.push_back(static_cast<char>((v >> (8 * k)) & 0xff));
-}
+void PositionWriter::u32(std::uint32_t v) { state::append_le(out_, v); }
 
-void PositionWriter::u64(std::uint64_t v) {
-  for (int k = 0; k < 8; ++k) out_.push_back(static_cast<char>((v >> (8 * k)) & 0xff));
-}
+void PositionWriter::u64(std::uint64_t v) { state::append_le(out_, v); }
 
 void PositionWriter::str(std::string_view s) {
   u32(static_cast<std::uint32_t>(s.size()));

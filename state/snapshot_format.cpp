@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "state/lz4_frame.hpp"
+#include "state/le_bytes.hpp"
 
 namespace streamctl::state {
 
@@ -40,16 +41,13 @@ void put_u8(std::string& out, std::uint8_t v) {
   out.push_back(static_cast<char>(v));
 }
 void put_u16(std::string& out, std::uint16_t v) {
-  for (int i = 0; i < 2; ++i)
-    out.push_back(static_cast<char>(v >> (8 * i)));
+  append_le(out, v);
 }
 void put_u32(std::string& out, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i)
-    out.push_back(static_cast<char>(v >> (8 * i)));
+  append_le(out, v);
 }
 void put_u64(std::string& out, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i)
-    out.push_back(static_cast<char>(v >> (8 * i)));
+  append_le(out, v);
 }
 void put_string(std::string& out, std::string_view s) {
   put_u32(out, static_cast<std::uint32_t>(s.size()));
