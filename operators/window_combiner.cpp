@@ -138,9 +138,7 @@ void WindowCombiner::add(const state::Batch& in, std::vector<std::uint32_t>& pas
     // times of a batch are in the pane of the record before (no lookup, no call).
     std::int64_t start;
     Pane* pane = nullptr;
-    if (last_pane_ != nullptr && pane_cached_ && last_pane_->start == cached_start_ &&
-        static_cast<std::uint64_t>(t) - static_cast<std::uint64_t>(cached_start_) <
-            static_cast<std::uint64_t>(window_.slide)) {
+    if (last_pane_ != nullptr && last_pane_->start == cached_start_ && in_cached_pane(t)) {
       pane = last_pane_;
       start = cached_start_;
     } else if (!pane_start(t, start)) {
@@ -187,8 +185,7 @@ void WindowCombiner::add(const state::Batch& in, std::vector<std::uint32_t>& pas
 
 bool WindowCombiner::pane_start(std::int64_t t, std::int64_t& start) {
   // Most times of a batch fall in the pane of the time before: no 64-bit division for those.
-  if (pane_cached_ && static_cast<std::uint64_t>(t) - static_cast<std::uint64_t>(cached_start_) <
-                          static_cast<std::uint64_t>(window_.slide)) {
+  if (in_cached_pane(t)) {
     start = cached_start_;
     return true;
   }

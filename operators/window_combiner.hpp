@@ -131,6 +131,11 @@ private:
   template <typename U> void destroy_untaken(Pane& pane, state::KeyedMap<U>& index);
   // window_.last_aligned_start(t), remembering the pane of the time before.
   bool pane_start(std::int64_t t, std::int64_t& start);
+  // Whether `t` falls in the pane pane_start() found last (every time of which is in range).
+  bool in_cached_pane(std::int64_t t) const {
+    return pane_cached_ && static_cast<std::uint64_t>(t) - static_cast<std::uint64_t>(cached_start_) <
+                               static_cast<std::uint64_t>(window_.slide);
+  }
   // Takes the pane's key groups from the first not taken yet until `out` holds `max_records`;
   // whether it took them all.
   bool take_pane(Pane& pane, state::Batch& out, std::vector<std::uint64_t>& hashes,

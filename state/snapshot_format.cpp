@@ -12,8 +12,8 @@
 #include <unordered_set>
 #include <utility>
 
-#include "state/lz4_frame.hpp"
 #include "state/le_bytes.hpp"
+#include "state/lz4_frame.hpp"
 
 namespace streamctl::state {
 
